@@ -26,13 +26,10 @@ if TYPE_CHECKING:
     from typing import Any
     from agent_link_core.app import App
     from agent_link_core.store import Store
+    from agent_link_core.tools.registry import Progress
 
 log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
 
-# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120, 300 s): one wait never holds a call longer, and says so.
-MAX_WAIT_PER_CALL_MS = 50_000
-#: ``async (progress, total, message) -> None``: one MCP progress notification for the tool call being served (ms for waits)
-Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 #: how often a wait whose client sent a progress token reports progress (keeps the call alive)
 PROGRESS_EVERY_MS = 10_000
 
@@ -86,13 +83,14 @@ class Waits:
         :param mark: mark the returned reply delivered (via ``wait``) unless the client that asked is gone (:func:`client_gone`);
             False for a caller that does it once the reply reached its reader (:meth:`mark_taken`).
         :param progress: the tool call's progress reporter: progress every :data:`PROGRESS_EVERY_MS`, up to ``timeout_ms``. Without
-            one a call waits at most :data:`MAX_WAIT_PER_CALL_MS` (clients cut tool calls after about a minute), and says ``capped``.
+            one a call waits at most ``AGENT_LINK_WAIT_CAP_MS`` (:meth:`wait_limits`; clients cut tool calls after about a minute), and says ``capped``.
         :param activity: without ``reply_to``, a check each poll that may end the wait with the target's own outcome
             (``turn_completed``, ``idle``: a harness's ``activity_check``).
         :param held: the row :func:`begin` noted for this wait before the awaited message was stored; the wait takes it over and ends it.
         :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed | idle | timeout, the reply (enveloped)
             when there is one, ``capped`` and ``requestedTimeoutMs`` when the cap applied.
         """
+        from agent_link_core.tools.registry import client_gone
         start = time.monotonic()
         cap_ms, every_ms = self.wait_limits()
         capped = progress is None and timeout_ms > cap_ms
@@ -173,8 +171,9 @@ class Waits:
             log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
 
     def wait_limits(self) -> tuple[int, int]:
-        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default :data:`MAX_WAIT_PER_CALL_MS`) and
-        ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`)."""
+        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default the tool layer's
+        :data:`~agent_link_core.tools.registry.MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`)."""
+        from agent_link_core.tools.registry import MAX_WAIT_PER_CALL_MS
         return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
                 int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
 
@@ -207,7 +206,8 @@ class Waits:
 
     def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
         """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken` does it) or the client that
-        asked is gone (:func:`client_gone`: it stays undelivered)."""
+        asked is gone (:func:`~agent_link_core.tools.registry.client_gone`: it stays undelivered)."""
+        from agent_link_core.tools.registry import client_gone
         row = self.mailbox.stored(reply_id)
         shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
         if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
@@ -229,24 +229,14 @@ class Waits:
         return caller.known and row["recipient"] == caller.address and self.mailbox.mark_delivered(reply_id, "wait")
 
 
-def client_gone() -> bool:
-    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has died: this process was re-parented
-    since ``entry.PARENT_PID`` was read, the server's orphan watch's check. Its answer could not reach the client any more, so a
-    wait does not count the reply it found as delivered. False outside the console script."""
-    import sys
-
-    parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
-    return parent is not None and os.getppid() != parent
-
-
 def no_answer_expected(message_id: str) -> dict[str, Any]:
     """The ``no_answer_expected`` warning of a wait that timed out on an fyi message (its recipient is not asked to answer)."""
     return {"code": "no_answer_expected", "details": {"messageId": message_id, "anticipation": "fyi"},
             "message": f"{message_id} was sent as fyi: its recipient is not asked to answer, so a wait on it usually times out."}
 
 
-def wait_capped_warning(requested_ms: int, cap_ms: int = MAX_WAIT_PER_CALL_MS) -> dict[str, Any]:
-    """The ``wait_capped`` warning of a wait cut to ``cap_ms``."""
+def wait_capped_warning(requested_ms: int, cap_ms: int) -> dict[str, Any]:
+    """The ``wait_capped`` warning of a wait cut to ``cap_ms`` (ms)."""
     return {"code": "wait_capped", "details": {"requestedTimeoutMs": requested_ms, "waitedAtMostMs": cap_ms},
             "message": f"Without a progress token one call waits at most {cap_ms} ms; call again to keep waiting "
                        "(or send a progress token to wait up to timeoutMs)."}

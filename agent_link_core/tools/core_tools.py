@@ -27,10 +27,9 @@ from agent_link_core.harness import SendOption, acall_harness
 from agent_link_core.mailbox import new_message_id, ulid_of_uuid
 from agent_link_core.model import is_address, is_ulid
 from agent_link_core.sending import message_summary
-from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema
+from agent_link_core.tools.registry import MAX_WAIT_PER_CALL_MS, ToolCall, ToolSpec, check_schema, client_gone
 from agent_link_core.tools.schemas import (AGENT_QUERY, ANY, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT,
                                           STR, ULID, closed_object, limit_arg)
-from agent_link_core.waits import MAX_WAIT_PER_CALL_MS
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -305,7 +304,6 @@ async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """The ``read_agent_link_inbox`` tool's handler (see the module doc)."""
     from agent_link_core import budget
-    from agent_link_core.waits import client_gone
 
     # a database that refuses writes (read-only, damaged, replaced) is read without marking; a read
     # for a client that is gone marks nothing either, as its answer reaches no one

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import sqlite3
+import sys
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,11 +33,22 @@ if TYPE_CHECKING:  # pragma: no cover  (jsonschema loads at the first call that 
     from jsonschema import Draft202012Validator
 
     from agent_link_core.app import App
-    from agent_link_core.waits import Progress
 
 log = logging.getLogger(__name__)
 INT_RE = re.compile(r"^-?[0-9]+$")
 TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120, 300 s): one wait never holds a call longer, and says so.
+MAX_WAIT_PER_CALL_MS = 50_000
+#: ``async (progress, total, message) -> None``: one MCP progress notification for the tool call being served (ms for waits)
+Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+
+
+def client_gone() -> bool:
+    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has died: this process was re-parented
+    since ``entry.PARENT_PID`` was read, the server's orphan watch's check. Its answer could not reach the client any more, so a
+    wait does not count the reply it found as delivered. False outside the console script."""
+    parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
+    return parent is not None and os.getppid() != parent
 
 
 @dataclass
