@@ -1,5 +1,6 @@
 """The core's tests are hermetic: they load only the plugins a test names (``extra_plugins``),
-never what happens to be installed, unless marked ``installed_plugins``."""
+never what happens to be installed, unless marked ``installed_plugins`` (all of them) or
+``installed_plugins("waits", ...)`` (only those installed plugins, by entry-point name)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def only_named_plugins(request: pytest.FixtureRequest, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``AGENT_LINK_LOAD_PLUGINS=""`` (no installed plugin loads), in this process and in every
     ``agent-link`` process a test starts; a test marked ``installed_plugins`` loads everything
-    installed (the variable unset)."""
-    if request.node.get_closest_marker("installed_plugins") is None:
+    installed (the variable unset), one marked ``installed_plugins("a", "b")`` only the installed
+    plugins named ``a`` and ``b`` (the variable ``"a b"``)."""
+    marker = request.node.get_closest_marker("installed_plugins")
+    if marker is None:
         monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    elif marker.args:
+        monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", " ".join(marker.args))
     else:
         monkeypatch.delenv("AGENT_LINK_LOAD_PLUGINS", raising=False)

@@ -27,6 +27,15 @@ def test_installed_plugins_load_and_can_be_disabled() -> None:
     assert report.blocked == ["codex", "roles"]
 
 
+@pytest.mark.installed_plugins("presence")
+def test_a_test_loads_only_the_installed_plugins_it_names() -> None:
+    import os
+
+    assert os.environ["AGENT_LINK_LOAD_PLUGINS"] == "presence"  # tests/conftest.py, for agent-link processes too
+    loaded = set(plugins_of(dict(os.environ)).report.loaded)
+    assert "presence" in loaded and "codex" not in loaded
+
+
 def test_disabled_names_parse_commas_and_spaces() -> None:
     assert disabled_plugin_names({"AGENT_LINK_DISABLE_PLUGINS": " a,b  c ,"}) == {"a", "b", "c"}
 
