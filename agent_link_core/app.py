@@ -1,8 +1,7 @@
 """The application object: settings, plugins, database, harnesses, the caller and the reads.
 
-The MCP tools and the CLI both call it (and the :class:`~agent_link_core.directory.Directory`,
-:class:`~agent_link_core.sending.Outbox` and :class:`~agent_link_core.waits.Waits` it holds), so
-a tool and its command cannot drift apart.
+The MCP tools and the CLI both call it (and the :class:`~agent_link_core.directory.Directory` and
+:class:`~agent_link_core.sending.Outbox` it holds), so a tool and its command cannot drift apart.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.directory import Directory
     from agent_link_core.harness import Harness, McpPeer
     from agent_link_core.sending import Outbox
-    from agent_link_core.waits import Waits
 
 log = LazyLogger(__name__)
 
@@ -91,20 +89,11 @@ class App:
 
         return Outbox(self)
 
-    @cached_property
-    def waits(self) -> Waits:
-        """Waits (:class:`~agent_link_core.waits.Waits`), built when first used."""
-        from agent_link_core.waits import Waits
-
-        return Waits(self)
-
     def __getattr__(self, name: str) -> Any:
-        """The outbox's, the waits' and the directory's operations on the App (``app.send``,
-        ``app.wait``, ``app.list_agents``, ...; docs/plugins.md section 4)."""
+        """The outbox's and the directory's operations on the App (``app.send``, ``app.list_agents``, ...;
+        docs/plugins.md section 4)."""
         if name in ("send", "reply", "push", "refresh_delivery"):
             return getattr(self.outbox, name)
-        if name in ("wait", "mark_taken", "wait_limits", "waiting"):
-            return getattr(self.waits, name)
         if name in ("list_agents", "resolve_agent", "target_address", "present_sessions"):
             return getattr(self.directory, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -35,7 +35,8 @@ log = LazyLogger("agent_link_core.plugins")
 
 #: hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs)
 REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_before_store",
-                            "agent_link_check_override", "agent_link_claim_paths", "agent_link_check_recipient"})
+                            "agent_link_check_override", "agent_link_claim_paths", "agent_link_check_recipient",
+                            "agent_link_wait_for_reply"})
 #: a failure in these leaves the plugin out whole
 REGISTRATION_HOOKS = frozenset({
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
@@ -43,7 +44,11 @@ REGISTRATION_HOOKS = frozenset({
     "agent_link_register_panels", "agent_link_register_legacy_importers",
 })
 #: hooks that may answer with an awaitable (for I/O), awaited on the caller's event loop
-AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_reminders", "agent_link_claim_paths"})
+AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_reminders", "agent_link_claim_paths",
+                             "agent_link_wait_for_reply"})
+#: hooks whose awaitable runs longer than the hook budget by design, and its own bound (s): a wait runs up to 600 s
+#: (``timeoutMs``), plus its last poll and the push after it
+LONG_HOOKS_S = {"agent_link_wait_for_reply": 700.0}
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
@@ -261,6 +266,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
                                          "expected None or a dict with a boolean 'allowed'"),
     **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read"), _expect(lambda r: False, "observers return nothing")),
     "agent_link_check_recipient": _check_recipient,
+    "agent_link_wait_for_reply": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("outcome"), str), "expected a wait's answer {'outcome': ...}"),
     "agent_link_held_messages": _expect(lambda r: isinstance(r, (set, frozenset, list, tuple)) and all(isinstance(i, str) for i in r), "expected message ids"),
     "agent_link_present_sessions": _check_sessions,
     "agent_link_suggest_addresses": _expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(a, str) for a in r),
@@ -617,7 +623,7 @@ def _guarded(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: st
     def guarded(*args: Any) -> Any:
         result = answer = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
         if awaitable and _awaitable(answer):
-            result = boundary.acall(plugin, hook, lambda: answer, bound_s=boundary.timeout_ms / 1000 or None,
+            result = boundary.acall(plugin, hook, lambda: answer, bound_s=LONG_HOOKS_S.get(hook, boundary.timeout_ms / 1000) or None,
                                     check=check, passing=passing)
         call = _CALL.get()
         if call is not None and result is not None:

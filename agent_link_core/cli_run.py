@@ -37,7 +37,7 @@ JSON_FORMAT_VERSION = 1
 FAST_COMMANDS = {
     "inbox": "agent_link_core.commands.inbox:inbox", "send": "agent_link_core.commands.send:send",
     "reply": "agent_link_core.commands.message:reply", "status": "agent_link_core.commands.message:status",
-    "wait": "agent_link_core.commands.message:wait", "show": "agent_link_core.commands.message:show",
+    "show": "agent_link_core.commands.message:show",
 }
 #: commands that only read: in a state dir that cannot be written (read-only, full disk,
 #: damaged file) they read what is there and say what was not recorded (``App.read_only``)
@@ -350,11 +350,12 @@ def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -
 
 
 def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: str | None = None) -> dict[str, Any]:
-    """Wait for a resolution for the whole ``timeout_ms`` (one ``App.wait`` stops at its cap).
+    """Wait for a resolution for the whole ``timeout_ms`` (ms), through the waits plugin (``agent_link_wait_for_reply``,
+    whose one wait stops at its cap): ``agent-link send --wait`` and the plugin's ``agent-link wait``.
 
     :param stopped: the stderr line a Ctrl-C ends the wait with (exit 130); the wait then says
         what it waits for once the event loop exists (a Ctrl-C after it stops the wait, not a loop half built).
-    :raises AgentLinkError: what ``App.wait`` refuses (a bad or unknown id).
+    :raises AgentLinkError: what the wait refuses (a bad or unknown id); ``internal_error`` when the plugin failed.
     """
     import asyncio
     import time
@@ -366,7 +367,11 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: s
                 echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)", err=True)
             while True:
                 left = max(0, int((deadline - time.monotonic()) * 1000))
-                data = runner.run(app.wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=left, mark=False))
+                data = runner.run(app.hooks.wait_for_reply(caller, message_id, timeout_ms=left, mark=False))
+                if data is None:
+                    raise AgentLinkError("internal_error", f"Waiting for the answer to {message_id} failed.", {"messageId": message_id},
+                                         hint=f"`agent-link health` shows the waits plugin's problem; `agent-link status {message_id}` "
+                                              "follows the message.")
                 data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
                 if not data["warnings"]:
                     del data["warnings"]
@@ -402,7 +407,7 @@ def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
         echo(f"warning: {app.read_only.message} The reply shown was not marked read.", err=True)
     elif marks_reply(app, me, data):
         try:
-            app.mark_taken(me, data["reply"]["id"])
+            app.mailbox.mark_delivered(data["reply"]["id"], "wait")
         except AgentLinkError as exc:
             not_marked(exc, "the reply shown was not marked read (the next wait for it shows it again)")
 

@@ -74,10 +74,6 @@ CORE_SETTINGS: tuple[Setting, ...] = (
             doc="reminders per message before it becomes unresolved (0-20)"),
     Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, warning="reminder_interval_ignored",
             doc="reminder interval in ms (at least 30000)"),
-    Setting("AGENT_LINK_WAIT_CAP_MS", "int", 50000, minimum=1000, maximum=600000,
-            doc="longest a wait runs in one tool call when the client sent no progress token (its tool-call timeout)"),
-    Setting("AGENT_LINK_WAIT_PROGRESS_MS", "int", 10000, minimum=1000, maximum=60000,
-            doc="interval of the progress notifications a wait sends when the client sent a progress token"),
     Setting("AGENT_LINK_READ_BYTES", "int", 40000, minimum=2000, maximum=4_000_000,
             doc="bytes one inbox read returns when the caller's host declares no limit (plain addresses, the CLI); "
                 "a larger message comes in pages"),

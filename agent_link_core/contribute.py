@@ -50,11 +50,12 @@ def migrations(records: Records) -> Callable[[], list[Any]]:
     return schema
 
 
-def command(name: str, target: str, help: str) -> LazyCommand:
-    """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` (click imported now)."""
+def command(name: str, target: str, help: str, sender: bool = False) -> LazyCommand:
+    """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` (click imported now);
+    ``sender``: it has ``--from``, and takes the harnesses' sender options too."""
     from agent_link_core.lazy_command import LazyCommand
 
-    return LazyCommand(name, target, help)
+    return LazyCommand(name, target, help, sender)
 
 
 def commands(*declared: LazyCommand | tuple[str, str, str]) -> Callable[[click.Group], None]:

@@ -1,4 +1,4 @@
-"""The core's own hook implementations (its schema, MCP tools and the waits' held mail), registered like any plugin."""
+"""The core's own hook implementations (its schema and MCP tools), registered like any plugin."""
 
 from __future__ import annotations
 
@@ -7,15 +7,14 @@ from agent_link_core.store import CORE_MIGRATIONS, Migration
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any, Callable
+    from typing import Callable
     from agent_link_core.tools.registry import ToolSpec
     from agent_link_core.app import App
 
 
 @hookimpl
 def agent_link_schema() -> list[Migration]:
-    from agent_link_core.waits import MIGRATIONS as WAIT_MIGRATIONS
-    return [*CORE_MIGRATIONS, *WAIT_MIGRATIONS]
+    return list(CORE_MIGRATIONS)
 
 
 @hookimpl
@@ -24,8 +23,3 @@ def agent_link_register_tools(register: Callable[[ToolSpec], None], app: App | N
 
     for spec in core_specs(app):
         register(spec)
-
-
-@hookimpl
-def agent_link_held_messages(address: str, rows: list[Any] | None, app: App) -> set[str]:
-    return app.waits.held(address, rows)

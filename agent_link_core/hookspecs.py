@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
-    from agent_link_core.tools.registry import ToolSpec
+    from agent_link_core.tools.registry import Progress, ToolSpec
 
 __all__ = ["PROJECT", "hookimpl"]
 
@@ -279,6 +279,26 @@ def agent_link_held_messages(address: str, rows: list[Any] | None, app: App) -> 
     :param rows: the ``messages`` rows of ``address`` to check, or None for its undelivered mail.
     :param app: the App.
     :returns: the held message ids (answers joined), or None. With no answer nothing is held.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_link_wait_for_reply(caller: Caller, message_id: str, timeout_ms: int, poll_ms: int, progress: Progress | None,
+                              mark: bool, app: App) -> Awaitable[dict[str, Any]] | None:
+    """Wait for the resolution of a message the caller sent: ``message_agent``'s ``waitForReply`` and ``agent-link send
+    --wait`` (the waits plugin). Called once the message is stored and pushed; its awaitable is bounded by
+    :data:`~agent_link_core.boundary.LONG_HOOKS_S`, not the hook budget. Without an implementation both are refused.
+
+    :param caller: who waits (the sender of ``message_id``).
+    :param message_id: the message whose answer is awaited.
+    :param timeout_ms: how long to wait at most, in ms (0-600000).
+    :param poll_ms: ms between re-checks when no commit wakes the wait.
+    :param progress: the tool call's progress reporter (the call may outlast a client's cut), or None.
+    :param mark: mark the reply delivered to ``caller`` when it is returned; False when the caller marks it once shown.
+    :param app: the App.
+    :returns: an awaitable of ``{"outcome": reply | declined | done | unresolved | expired | timeout, "waitedMs", "timedOut",
+        "reply"?, "resolution"?, "warnings"?, ...}`` (the ``wait_for_agent`` tool's answer), or None.
+    :raises AgentLinkError: as a read of ``message_id`` by ``caller`` does (``state_busy``...).
     """
 
 

@@ -15,11 +15,13 @@ class LazyCommand(click.Command):
     """A click command declared by name and help; ``target`` (``"package.module:attribute"`` of
     the real :class:`click.Command`, or of a function without arguments returning it) is imported
     when it runs or its ``--help`` is asked. A target that cannot be imported ends that command
-    alone (exit 1, one stderr line naming the plugin) and is reported as the plugin's problem."""
+    alone (exit 1, one stderr line naming the plugin) and is reported as the plugin's problem.
+    ``sender``: the command has ``--from`` (a core-style declared command), so the harnesses' sender
+    options are added to it when it is looked up (which imports it)."""
 
-    def __init__(self, name: str, target: str, help: str) -> None:
+    def __init__(self, name: str, target: str, help: str, sender: bool = False) -> None:
         super().__init__(name, help=help, add_help_option=False)
-        self.target = target
+        self.target, self.sender = target, sender
         self._loaded: click.Command | None = None
 
     def load(self, ctx: click.Context | None = None) -> click.Command:

@@ -454,6 +454,17 @@ class Hooks:
         """Ids of ``address``'s mail (of ``rows``, or its undelivered mail) a running wait returns (``agent_link_held_messages``)."""
         return {i for ids in self._call("agent_link_held_messages", address=address, rows=rows, app=self.app) or [] for i in ids}
 
+    def waits(self) -> bool:
+        """Whether a plugin waits for answers (implements ``agent_link_wait_for_reply``)."""
+        return bool(self._declared.impls("agent_link_wait_for_reply"))
+
+    async def wait_for_reply(self, caller: Caller, message_id: str, *, timeout_ms: int, poll_ms: int = 1000,
+                             progress: Any = None, mark: bool = True) -> dict[str, Any] | None:
+        """The waits plugin's wait for the resolution of ``message_id`` (``agent_link_wait_for_reply``), or None when no
+        plugin waits or it failed (reported). :raises AgentLinkError: what the wait refuses with."""
+        return await _settled(self._call("agent_link_wait_for_reply", caller=caller, message_id=message_id, timeout_ms=timeout_ms,
+                                         poll_ms=poll_ms, progress=progress, mark=mark, app=self.app))
+
     def check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
         """The first plugin's verdict ``{"known", "warning"?}`` on a plain address, or None (no plugin knows;
         a refusal raises AgentLinkError)."""

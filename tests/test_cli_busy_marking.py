@@ -43,6 +43,7 @@ def test_an_inbox_read_the_busy_database_could_not_mark_says_so(form: tuple[str,
     assert [delivery_of(i, "team:alice") for i in ids] == ["delivered", "delivered"]
 
 
+@pytest.mark.installed_plugins("waits")
 def test_a_waited_reply_the_busy_database_could_not_mark_stays_unread() -> None:
     asked = sent_id("team:bob", "ready?", "--from", "team:alice", "--anticipation", "reply")
     answered = run_core("reply", asked, "yes", "--from", "team:bob", "--json")

@@ -64,7 +64,6 @@ READS = [
     ["inbox", "--peek"], ["inbox", "--peek", "--json"], ["inbox", "--peek", "--ndjson", "--limit=5"],
     ["inbox", "--peek", "--envelope"], ["inbox", "--peek", "--all", "--limit", "3"],
     ["status", "{mid}"], ["status", "{mid}", "--json"], ["show", "{mid}"], ["show", "{mid}", "--json"],
-    ["wait", "{mid}", "--timeout-ms", "0"], ["wait", "{mid}", "--timeout-ms=0", "--json"],
 ]
 REFUSED = [
     ["inbox", "--offset", "3"],  # a usage error the command finds: click's three lines, exit 2
@@ -74,6 +73,7 @@ REFUSED = [
     ["reply", "{mid}", "x", "--decline", "--done"],
     ["reply", "{sent}", "not mine"],
     ["send", "", "hi"], ["send", "test:carol", "hi", "--anticipation", "fyi", "--wait"],
+    ["send", "test:carol", "hi", "--wait"],  # no plugin waits (plugins/waits): a usage error
     ["send", "test:carol", "hi", "--from", " "], ["send", "bad address!", "hi"],
     ["send", "test:carol", "hi", "--reply-by", "tomorrow"],
 ]
@@ -81,7 +81,7 @@ LEFT_TO_CLICK = [
     ["inbox", "--help"], ["inbox", "--limit", "0"], ["inbox", "--limit", "x"], ["inbox", "--bogus"], ["inbox", "extra"],
     ["inbox", "--peek=yes"], ["inbox", "--as"], ["inbox", "--as", "--peek"], ["send"], ["send", "a", "b", "c"],
     ["send", "test:carol", "hi", "--retry-backoff", "nan"], ["send", "test:carol", "hi", "--anticipation", "maybe"],
-    ["send", "test:carol", "--file", "."], ["reply"], ["wait", "{mid}", "--timeout-ms", "-1"], ["status", "-x"],
+    ["send", "test:carol", "--file", "."], ["reply"], ["status", "-x"],
     ["show", "--thread", "{mid}"],  # the conversations plugin's option (click's path, which loads the plugins)
 ]
 

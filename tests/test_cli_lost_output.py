@@ -56,6 +56,7 @@ def test_a_closed_pipe_marks_nothing_either() -> None:
     assert delivery_of(mid, "team:alice") == "queued"
 
 
+@pytest.mark.installed_plugins("waits")
 def test_a_waited_reply_that_could_not_be_written_stays_unread() -> None:
     asked = sent_id("team:bob", "ready?", "--from", "team:alice", "--anticipation", "reply")
     answered = run_core("reply", asked, "yes", "--from", "team:bob", "--json")

@@ -144,6 +144,7 @@ def test_ttl_counts_from_the_first_attempt(harness: ScriptedHarness) -> None:
     assert longer["outcome"] == "rejected" and longer["error"]["details"]["errors"][0]["rule"] == "idempotency"
 
 
+@pytest.mark.installed_plugins("waits")
 def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     sent = out_json(run("send", "sx:quiet", "question?", "--anticipation", "reply", "--from", "team:me", "--json"))
     mid = sent["messageId"]
@@ -167,6 +168,7 @@ def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     assert quietly.stdout == f"done: {done['messageId']} (done); no reply message sent\n", quietly.stdout
 
 
+@pytest.mark.installed_plugins("waits")
 def test_wait_on_an_fyi_message_says_first_that_no_answer_is_expected(harness: ScriptedHarness) -> None:
     mid = out_json(run("send", "sx:quiet", "fyi only", "--from", "team:me", "--json"))["messageId"]
     waited = run("wait", mid, "--from", "team:me", "--timeout-ms", "100")
@@ -179,6 +181,7 @@ def test_wait_on_an_fyi_message_says_first_that_no_answer_is_expected(harness: S
     assert "note:" not in run("wait", asked, "--from", "team:me", "--timeout-ms", "100").stderr
 
 
+@pytest.mark.installed_plugins("waits")
 def test_a_wait_that_ends_without_an_answer_exits_6_whatever_ended_it(harness: ScriptedHarness) -> None:
     """A message that went unresolved (or expired) ends the wait without an answer: exit 6, as a timeout does,
     so `agent-link wait ID && use_the_answer` never takes it for one; a decline is an answer (exit 0)."""

@@ -24,6 +24,7 @@ from agent_link_testing.cli_runner import AGENT_LINK, RUN_BOUND_S, core_process,
 from agent_link_testing.output import said_text
 
 ALL_PLUGINS = installed_plugins()
+BUT_WAITS = " ".join(name for name in ALL_PLUGINS.split() if name != "waits")  # for a test of a wait (plugins/waits)
 UNKNOWN_ID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
 # run: as the console script runs it, in this process, with every plugin disabled (the core
 # alone), as the address --as / --from names (a script of that agent); process: the same in a
@@ -67,6 +68,7 @@ def test_without_a_plugin_that_records_served_addresses_require_known_refuses_ev
     assert said.returncode == 1 and "--require-known cannot accept team:bob" in said.stderr and "requireKnown" not in said.stderr
 
 
+@pytest.mark.installed_plugins("waits")
 def test_ids_are_case_insensitive_in_every_command() -> None:
     mid = send_json("team:bob", "answer me", "--from", "team:alice", "--anticipation", "reply")["messageId"]
     low = mid.lower()
@@ -243,6 +245,7 @@ def test_inbox_reads_large_mail_in_pages() -> None:
 HOSTILE = "look \x1b[2J\x1b[31mred\x1b[0m \x1b]0;title\x07 \u202eevil\u202c \x9b31m end"
 
 
+@pytest.mark.installed_plugins("waits")
 def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
     mid = send_json("team:bob", HOSTILE, "--from", "team:alice", "--anticipation", "reply")["messageId"]
     human = run("inbox", "--as", "team:bob", "--peek")
@@ -271,6 +274,7 @@ def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
     assert [m["id"] for m in everything["messages"]] == [mid] and everything["messages"][0]["status"] == "replied"
 
 
+@pytest.mark.installed_plugins("waits")
 def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
     mid = send_json("team:bob", "anyone?", "--from", "team:alice", "--anticipation", "reply")["messageId"]
     waited = process("wait", mid, "--from", "team:alice", "--timeout-ms", "300", "--json")
@@ -348,9 +352,10 @@ def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
     assert other.returncode == 1 and "Traceback" not in other.stderr
 
 
+@pytest.mark.installed_plugins("waits")
 def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> None:
     # a script of team:alice: --wait reads alice's mail, so the process must be alice
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": BUT_WAITS, "AGENT_LINK_ADDRESS": "team:alice"}
     sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "waiting for you", "--from", "team:alice", "--wait",
                                "--timeout-ms", "600000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
                               preexec_fn=ctrl_c_works)
@@ -369,9 +374,10 @@ def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> 
     assert message_id in run("inbox", "--as", "team:bob", "--json").stdout
 
 
+@pytest.mark.installed_plugins("waits")
 def test_send_wait_says_the_send_once(isolated_env: Path) -> None:
     """The wait's line on stderr names what it waits for; the send's own line comes once, on stdout."""
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": BUT_WAITS, "AGENT_LINK_ADDRESS": "team:alice"}
     out = subprocess.run([AGENT_LINK, "send", "team:bob", "answer soon", "--from", "team:alice", "--wait", "--timeout-ms", "300"],
                          capture_output=True, text=True, env=env, timeout=RUN_BOUND_S)
     mid = out.stderr.split(" answer to ", 1)[1].split()[0]
@@ -379,9 +385,10 @@ def test_send_wait_says_the_send_once(isolated_env: Path) -> None:
     assert "queued:" not in out.stderr and out.stdout.count(f"queued: {mid}") == 1, (out.stdout, out.stderr)
 
 
+@pytest.mark.installed_plugins("waits")
 def test_interrupting_wait_exits_130_and_says_how_to_wait_again(isolated_env: Path) -> None:
     mid = send_json("team:bob", "answer me", "--from", "team:alice", "--anticipation", "reply")["messageId"]
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, **named_address_env(("--from", "team:alice"))}
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": BUT_WAITS, **named_address_env(("--from", "team:alice"))}
     waiter = subprocess.Popen([AGENT_LINK, "wait", mid, "--from", "team:alice", "--timeout-ms", "600000"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, preexec_fn=ctrl_c_works)
     try:
@@ -398,6 +405,7 @@ def test_interrupting_wait_exits_130_and_says_how_to_wait_again(isolated_env: Pa
     assert f"stopped waiting for {mid}; `agent-link wait {mid}` waits again" in err and out == ""
 
 
+@pytest.mark.installed_plugins("waits")
 def test_from_on_commands_that_show_mail_says_the_rule_it_is_held_to() -> None:
     """`status ID --from ADDR` is refused outside ADDR's session: the help says so, not "act as"."""
     mid = send_json("team:bob", "status me", "--from", "team:alice")["messageId"]
@@ -420,7 +428,7 @@ def test_interrupting_a_command_that_does_not_wait_is_one_line_and_exit_130(isol
 
     import psutil
 
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": BUT_WAITS, "AGENT_LINK_ADDRESS": "team:alice"}
     sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env, text=True, preexec_fn=ctrl_c_works)
     try:
@@ -443,6 +451,7 @@ def test_interrupting_a_command_that_does_not_wait_is_one_line_and_exit_130(isol
     assert json.loads(run("inbox", "--as", "team:bob", "--all", "--json").stdout)["messages"] == []  # nothing was sent
 
 
+@pytest.mark.installed_plugins("waits")
 @pytest.mark.parametrize("command", [(), ("send",), ("inbox",), ("wait",)])
 def test_dash_h_is_the_help(command: tuple[str, ...]) -> None:
     """``-h`` is ``--help`` at the root and for every command (the fast path included)."""
@@ -450,6 +459,7 @@ def test_dash_h_is_the_help(command: tuple[str, ...]) -> None:
     assert short.returncode == 0 and short.stdout == long.stdout and short.stdout.startswith("Usage: agent-link"), short.stderr
 
 
+@pytest.mark.installed_plugins("waits")
 @pytest.mark.parametrize("command", [(), ("send",), ("wait",), ("status",), ("inbox",)])
 def test_a_help_creates_no_state(command: tuple[str, ...], tmp_path: Path) -> None:
     """A help has no side effects: no state dir, no database (a mistyped AGENT_LINK_STATE_DIR is not made real)."""

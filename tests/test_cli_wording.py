@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 from pathlib import Path
@@ -16,6 +18,7 @@ def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     return run_main(*args, env=extra)
 
 
+@pytest.mark.installed_plugins("waits")
 def test_a_bad_number_is_not_a_valid_integer_not_an_integer_range(isolated_env: Path) -> None:
     for args in (("send", "team:bob", "hi", "--ttl-ms", "abc"), ("wait", "01HZY8D3J5Q7K9M2N4P6R8T0VW", "--timeout-ms", "x"),
                  ("inbox", "--limit", "many")):
@@ -106,6 +109,7 @@ def test_json_and_ndjson_together_are_a_usage_error_before_anything_runs(isolate
     assert run("inbox", "--ndjson", AGENT_LINK_ADDRESS="team:zed").returncode == 0
 
 
+@pytest.mark.installed_plugins("waits")
 def test_a_wait_shows_the_reply_it_marks_read_as_delivered_and_a_peek_as_it_stands(isolated_env: Path) -> None:
     """The reply is marked read once shown: shown as it then reads (it said ``delivery: queued``), in text and JSON alike."""
     asked = json.loads(run("send", "team:bob", "question?", "--from", "team:alice", "--anticipation", "reply", "--json").stdout)
@@ -119,6 +123,7 @@ def test_a_wait_shows_the_reply_it_marks_read_as_delivered_and_a_peek_as_it_stan
     assert again["reply"]["delivery"] == "delivered" and again["reply"]["deliveredAt"] is not None
 
 
+@pytest.mark.installed_plugins("waits")
 def test_every_command_taking_a_message_id_says_a_uuid_is_taken_too(isolated_env: Path) -> None:
     """A UUID finds the message stored under its ULID everywhere, so every refusal of a bad id says both."""
     for args in (("show", "nonsense"), ("status", "nonsense"), ("wait", "nonsense"), ("reply", "nonsense", "hi"),

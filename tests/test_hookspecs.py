@@ -187,6 +187,18 @@ class Recorder:
         return {row["id"] for row in rows if row["from_addr"] in senders}
 
     @hookimpl
+    def agent_link_wait_for_reply(self, caller: Caller, message_id: str, timeout_ms: int, poll_ms: int, progress: Any,
+                                  mark: bool, app: App) -> Any:
+        self.calls.append(f"wait for {message_id} by {caller.address} {timeout_ms} ms")
+        if timeout_ms == 1234:
+            raise RuntimeError("a wait failing must not lose the message it waits on")
+
+        async def answer() -> dict[str, Any]:
+            return {"outcome": "timeout", "timedOut": True, "waitedMs": timeout_ms, "warnings": [{"code": "note", "message": "waited"}]}
+
+        return answer()
+
+    @hookimpl
     def agent_link_check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
         if address in self.read_by:  # as the presence plugin: an address whose inbox was read is served
             return {"known": True}
@@ -479,16 +491,19 @@ async def test_push_failure_keeps_the_message_queued(app: App, recorder: Recorde
 
 
 @pytest.mark.anyio
-async def test_waits_mark_what_they_hold(app: App) -> None:
-    import asyncio
+async def test_a_plugin_waits_for_the_reply_and_one_that_fails_loses_no_message(app: App, recorder: Recorder) -> None:
+    """waitForReply hands the wait to agent_link_wait_for_reply once the message is stored: its answer is the result's
+    ``wait`` (its warnings the call's); a wait that fails leaves the message sent, with a plugin_failed warning."""
+    from agent_link_core.tools.registry import run_tool
 
-    caller = app.caller({"fakeSession": "two"})
-    sent = await app.send(caller=caller, to="fake:one", body="q?", anticipation="reply")
-    task = asyncio.create_task(app.wait(caller=caller, agent="fake:one", reply_to=sent.message["id"], timeout_ms=2000, poll_ms=250))
-    await asyncio.sleep(0.1)
-    assert app.waits.held("fake:two", [{"id": "answer", "reply_to": sent.message["id"], "from_addr": "fake:one"}]) == {"answer"}
-    await task
-    assert app.waiting == {}
+    spec, me = app.hooks.tools()["message_agent"], {"fakeSession": "two"}
+    got = await run_tool(app, spec, {"to": "fake:one", "message": "ready?", "waitForReply": True, "timeoutMs": 2000}, me)
+    assert got["ok"] and got["wait"]["outcome"] == "timeout" and got["wait"]["waitedMs"] == 2000, got
+    assert f"wait for {got['messageId']} by fake:two 2000 ms" in recorder.calls
+    assert "note" in [w["code"] for w in got["warnings"]]
+    failed = await run_tool(app, spec, {"to": "fake:one", "message": "again?", "waitForReply": True, "timeoutMs": 1234}, me)
+    assert failed["ok"] and "wait" not in failed and app.mailbox.get_row(failed["messageId"]) is not None, failed
+    assert "plugin_failed" in [w["code"] for w in failed["warnings"]] and "note" not in [w["code"] for w in failed["warnings"]]
 
 
 @pytest.mark.anyio

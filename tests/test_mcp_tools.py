@@ -1,4 +1,5 @@
-"""The nine host-neutral MCP tools through a real MCP client session over stdio.
+"""The host-neutral MCP tools through a real MCP client session over stdio: the core's eight and the waits plugin's
+``wait_for_agent`` (plugins/waits), with which ``message_agent``'s ``waitForReply`` waits.
 
 Every test starts real ``agent-link mcp`` subprocesses (``python -m agent_link_core mcp``) and
 talks to them with the MCP Python SDK's client (:func:`agent_link_mcp`). Identities come from
@@ -7,8 +8,8 @@ per-test state dir of the root conftest's ``isolated_env`` fixture, so they exch
 exactly as separate agent sessions on one machine would.
 
 These are the core's contract tests (docs/behaviour.md §3, §4, §5.2,
-§8, §10), so every installed ``agent_link`` plugin is disabled through
-``AGENT_LINK_DISABLE_PLUGINS``: the tool set is then exactly the core's nine, whatever the
+§8, §10), so every installed ``agent_link`` plugin but waits is disabled through
+``AGENT_LINK_DISABLE_PLUGINS``: the tool set is then exactly those nine, whatever the
 plugins grow into (each plugin tests its own tools).
 
 Every result seen is checked against the tool's declared ``outputSchema`` (successes and
@@ -49,7 +50,7 @@ from jsonschema import Draft202012Validator
 from agent_link_core.errors import is_error_code
 from agent_link_testing.mcp_client import AgentLinkClient, RawMcpClient, agent_link_mcp, raw_mcp_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90), pytest.mark.installed_plugins("waits")]
 
 # -- the contract ------------------------------------------------------------------------
 
@@ -60,7 +61,7 @@ RO_TOOLS = {
 WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message"}
 TOOLS = RO_TOOLS | WRITE_TOOLS
 
-ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name != "waits"))
 UNKNOWN_ULID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
 MAX_BODY = 64 * 1024
 
@@ -288,7 +289,7 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
                                       "writable": True}
         assert health["database"]["integrity"] == "ok"
         assert sorted(health["plugins"]["blocked"]) == sorted(ALL_PLUGINS.split())
-        assert health["plugins"]["loaded"] == [] and "callerContext" not in health
+        assert health["plugins"]["loaded"] == ["waits"] and "callerContext" not in health
         with anyio.fail_after(CALL_BOUND_S):
             health = await alice.client.call("agent_link_health", {"includeCallerContext": True}, meta={"callerThreadId": "t-1"})
         assert health["callerContext"] == {"meta": {"callerThreadId": "t-1"}, "source": "config"}
@@ -422,6 +423,16 @@ async def test_argument_validation_rules() -> None:
 # -- 3. the errors each tool can return ---------------------------------------------------
 
 
+async def test_without_a_plugin_that_waits_wait_for_reply_is_refused_and_nothing_is_sent() -> None:
+    """The core alone (the waits plugin disabled too): no wait_for_agent, and waitForReply is refused (unsupported, the
+    hint naming agent-link-waits) before anything is stored."""
+    async with peers(("test:alice", {"AGENT_LINK_DISABLE_PLUGINS": f"{ALL_PLUGINS} waits"})) as (alice,):
+        assert "wait_for_agent" not in await alice.client.tools()
+        error = await alice.fail("message_agent", {"to": "test:bob", "message": "ready?", "waitForReply": True}, "unsupported")
+        assert error["details"] == {"capability": "wait", "arguments": ["waitForReply"]} and "agent-link-waits" in error["hint"]
+        assert (await alice.ok("agent_link_mailbox_inspect"))["messages"] == []
+
+
 async def test_message_agent_errors() -> None:
     async with peers("test:alice") as (alice,):
         # body_too_large: 64 KiB + 1 byte (UTF-8 bytes, not characters); exactly 64 KiB passes.
@@ -478,6 +489,7 @@ async def test_message_agent_errors() -> None:
         assert len(rows) == 3 and all(r["to"] == "test:bob" for r in rows), rows
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_reply_status_wait_inbox_inspect_errors() -> None:
     async with peers(
         "test:alice", "test:bob", "test:carol", None, ("test:auditor", {"AGENT_LINK_INSPECT_ALL": "1"}),
@@ -600,6 +612,7 @@ def envelope_attrs(envelope: str) -> dict[str, str]:
     return dict(re.findall(r'(\w+)="([^"]*)"', first))
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_full_reply_flow() -> None:
     async with peers("test:alice", "test:bob") as (alice, bob):
         sent = await alice.send("test:bob", "Ping <b>&</b> please", anticipation="reply")
@@ -667,6 +680,7 @@ async def test_full_reply_flow() -> None:
         assert (await bob.inbox())["messages"] == []  # m1 is resolved: no longer open for bob
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_wait_for_reply_and_other_resolutions() -> None:
     async with peers("test:alice", "test:bob") as (alice, bob):
 
@@ -789,6 +803,7 @@ def raw_call(request_id: int, arguments_json: bytes) -> bytes:
             + b',"method":"tools/call","params":{"name":"message_agent","arguments":' + arguments_json + b"}}")
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_body_escaping_through_the_real_path() -> None:
     async with peers("test:alice", "test:bob") as (alice, bob):
         sent = await alice.send("test:bob", HOSTILE, anticipation="reply")
@@ -883,6 +898,7 @@ async def test_require_known_refuses_a_plain_address_when_no_plugin_records_serv
         assert [m["to"] for m in (await alice.ok("agent_link_mailbox_inspect"))["messages"]] == ["team:bobb"]
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_lower_case_ids_work_in_every_tool() -> None:
     async with peers("team:alice", "team:bob") as (alice, bob):
         # Lower-case ids work in every tool.

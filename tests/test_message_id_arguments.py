@@ -32,6 +32,7 @@ def message_id_arguments(app: App) -> list[tuple[str, str]]:
             for arg, prop in spec.input_schema.get("properties", {}).items() if prop.get("pattern") == ULID["pattern"]]
 
 
+@pytest.mark.installed_plugins("waits")
 def test_every_message_id_argument_maps_a_uuid_to_its_ulid(app: App) -> None:
     found = message_id_arguments(app)
     assert {("wait_for_agent", "replyToMessageId"), ("get_agent_link_message_status", "messageId")} <= set(found)
@@ -48,6 +49,7 @@ def test_every_message_id_argument_maps_a_uuid_to_its_ulid(app: App) -> None:
         assert validate_arguments(spec, {**required, arg: key.replace("-", "").upper()})[0][arg] == ulid_of_uuid(key)
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_a_message_sent_with_a_uuid_is_found_by_it(app: App) -> None:
     key = str(uuid.uuid4())
     sent = await call_tool(app, "message_agent", to="team:bob", message="deploy?", anticipation="reply", messageId=key)
@@ -64,6 +66,7 @@ async def test_a_message_sent_with_a_uuid_is_found_by_it(app: App) -> None:
      "a message id (a 26-character ULID, or a UUID)"),
     ("message_agent", {"to": "team:bob", "message": "x", "messageId": "nope"}, "a message id (a 26-character ULID, or a UUID)"),
 ])
+@pytest.mark.installed_plugins("waits")
 async def test_a_bad_id_is_refused_in_words(app: App, tool: str, args: dict[str, Any], words: str) -> None:
     out = await call_tool(app, tool, **args)
     assert out["error"]["code"] == "invalid_arguments"

@@ -43,9 +43,10 @@ def _ref_fits(result: dict[str, Any], out: OutputBudget, messages: int) -> bool:
 
 
 def _ref_held(app: App, address: str) -> set[str]:
-    if not app.waiting:
+    senders = HOLDS[id(app)].senders
+    if not senders:
         return set()
-    return app.waits.held(address)
+    return {row["id"] for row in app.mailbox.open_for(address, 500, undelivered_only=True) if row["from_addr"] in senders}
 
 
 def reference_inbox(app: App, caller: Caller, out: OutputBudget | None, *, limit: int, mark: bool, include_open: bool,
@@ -147,6 +148,24 @@ class BudgetHost(Harness):
         return Session(f"hb:{session_id}", "hb", session_id)
 
 
+class Holds:
+    """Stands in for the waits plugin (plugins/waits): a running wait for mail from one of ``senders`` holds that mail."""
+
+    def __init__(self) -> None:
+        self.senders: set[str] = set()
+
+    @hookimpl
+    def agent_link_held_messages(self, address: str, rows: list[Any] | None, app: App) -> set[str] | None:
+        if not self.senders:
+            return None
+        rows = app.mailbox.open_for(address, 500, undelivered_only=True) if rows is None else rows
+        return {row["id"] for row in rows if row["from_addr"] in self.senders}
+
+
+#: each App's Holds, by id(App)
+HOLDS: dict[int, Holds] = {}
+
+
 class Stamp:
     """Puts a ``<stamp>`` element in the envelope of messages whose metadata asks for one."""
 
@@ -221,7 +240,15 @@ def open_copy(state: Path, copy: Path, read_bytes: int | None, host_budget: Outp
     else:
         monkeypatch.setenv("AGENT_LINK_READ_BYTES", str(read_bytes))
     monkeypatch.setattr(BudgetHost, "output_budget", host_budget)
-    return App.create(extra_plugins=(Stamp(),))
+    return open_app()
+
+
+def open_app() -> App:
+    """An App with :class:`Stamp` and its own :class:`Holds` (``HOLDS``)."""
+    holds = Holds()
+    app = App.create(extra_plugins=(Stamp(), holds))
+    HOLDS[id(app)] = holds
+    return app
 
 
 def outcome(fn: Any, app: App, caller: Caller, out: OutputBudget | None, **kwargs: Any) -> Any:
@@ -259,7 +286,7 @@ def test_a_read_returns_what_the_first_budget_rule_returned(case: int, tmp_path:
     try:
         if rng.random() < 0.3 and ids:
             for app in apps:  # a running wait holds mail from one sender
-                app.waiting[f"from:{SENDERS[case % 3].address}"] = 1
+                HOLDS[id(app)].senders.add(SENDERS[case % 3].address)
         # the host's own budget (or AGENT_LINK_READ_BYTES without one), else one given
         out = budget.caller_budget(apps[0], caller) if rng.random() < 0.5 else rng.choice(BUDGETS)
         reads: list[dict[str, Any]] = []
@@ -295,7 +322,7 @@ def test_the_cases_reach_every_kind_of_answer(tmp_path: Path, monkeypatch: pytes
     for case in range(0, 72, 6):
         rng, me, host = random.Random(case), ("hb:me" if case % 3 == 0 else "team:me"), case % 3 == 0
         build_case(tmp_path / f"c{case}", rng, me, monkeypatch)
-        app = App.create(extra_plugins=(Stamp(),))
+        app = open_app()
         try:
             caller = Caller(me, "explicit", "hb" if host else "team")
             for out in BUDGETS:

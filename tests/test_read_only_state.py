@@ -151,6 +151,7 @@ FILLS_DURING_MIGRATIONS = (
 )
 
 
+@pytest.mark.installed_plugins("waits")
 @pytest.mark.parametrize("fills_at", ["core", "plugins"])
 @pytest.mark.parametrize("command", [("inbox",), ("health", "--json"), ("send", "test:alice", "hello")])
 def test_a_disk_full_on_first_use_is_the_disk_not_a_plugin(isolated_env: Path, fills_at: str, command: tuple[str, ...]) -> None:
@@ -248,6 +249,7 @@ def test_a_state_dir_where_a_file_is_names_the_file(tmp_path: Path, below: str) 
     one_line_error(done, f"{blocker} is a file, not a directory", "AGENT_LINK_STATE_DIR")
 
 
+@pytest.mark.installed_plugins("waits")
 def test_wait_shows_a_reply_in_an_unwritable_state_dir(isolated_env: Path) -> None:
     """A wait whose reply is there shows it and succeeds, with one warning that it stays
     unread (as an inbox read there), not the exit 1 of a marking that failed by surprise."""

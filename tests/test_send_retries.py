@@ -64,6 +64,7 @@ async def test_other_content_under_a_used_key_is_refused_naming_what_differs(app
     assert stored_count(app) == 1
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_wait_for_reply_uses_the_given_key(app: App) -> None:
     mid = new_message_id()
     out = await call_tool(app, "message_agent", to="team:bob", message="q", waitForReply=True, timeoutMs=0, messageId=mid)

@@ -30,6 +30,7 @@ async def call_with_progress(client: AgentLinkClient, name: str, args: dict[str,
     return json.loads(result.content[0].text), seen
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_a_wait_without_progress_token_says_it_was_capped(isolated_env: Path) -> None:
     env = {**ONLY_CORE, "AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_WAIT_CAP_MS": "1000"}
     async with agent_link_mcp(env) as alice:
@@ -45,6 +46,7 @@ async def test_a_wait_without_progress_token_says_it_was_capped(isolated_env: Pa
         assert "capped" not in short and "warnings" not in short
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_a_client_with_a_progress_token_waits_the_whole_time(isolated_env: Path) -> None:
     env = {**ONLY_CORE, "AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_WAIT_CAP_MS": "1000", "AGENT_LINK_WAIT_PROGRESS_MS": "1000"}
     async with agent_link_mcp(env) as alice:
@@ -57,6 +59,7 @@ async def test_a_client_with_a_progress_token_waits_the_whole_time(isolated_env:
         assert sent["ok"] and sent["wait"]["outcome"] == "timeout" and sent["wait"]["waitedMs"] >= 2500 and progress
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_a_reply_ends_a_wait_with_progress(isolated_env: Path) -> None:
     env = {**ONLY_CORE, "AGENT_LINK_WAIT_PROGRESS_MS": "1000"}
     async with agent_link_mcp({**env, "AGENT_LINK_ADDRESS": "test:alice"}) as alice, \
@@ -68,6 +71,7 @@ async def test_a_reply_ends_a_wait_with_progress(isolated_env: Path) -> None:
         assert waited["outcome"] == "reply" and "pong" in waited["reply"]["envelope"]
 
 
+@pytest.mark.installed_plugins("waits")
 async def test_the_inbox_counts_mail_a_running_wait_holds(isolated_env: Path) -> None:
     """Through real MCP sessions: while Alice's wait for Bob's reply runs in one server, her
     inbox read through another leaves the reply to it (heldByActiveWait) and does not mark it

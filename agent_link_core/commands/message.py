@@ -1,12 +1,11 @@
-"""``agent-link reply``, ``status``, ``wait`` and ``show``: answer a message, its state, its answer, the message
-(its conversation: ``show --thread``, the conversations plugin's)."""
+"""``agent-link reply``, ``status`` and ``show``: answer a message, its state, the message (its conversation:
+``show --thread``, the conversations plugin's; its answer: ``agent-link wait``, the waits plugin's)."""
 
-import sys
 from typing import Any
 
-from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, FROM, JSON, NDJSON, NO_ANSWER, READER_FROM, argument, command, echo, emit, get_app,
-                                     mark_reply, message_text, option, print_messages, print_wait, run_async, show_then_mark, usage_error,
-                                     wait_all, who_am_i)
+from agent_link_core.cli_run import (ENVELOPE, FROM, JSON, NDJSON, READER_FROM, argument, command, echo, emit, get_app,
+                                     message_text, option, print_messages, run_async, show_then_mark, usage_error,
+                                     who_am_i)
 
 
 @command(
@@ -46,26 +45,6 @@ def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, n
         data = app.status(me, message_id)
     emit(data, as_json, lambda d: echo(
         f"{d['messageId']}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"), ndjson)
-
-
-@command(
-    argument("message_id"),
-    option("--timeout-ms", kind="whole", low=0, high=600000, default=60000, show_default=True, help="At most 600000."),
-    READER_FROM, ENVELOPE, JSON, NDJSON)
-def wait(ctx: Any, message_id: str, timeout_ms: int, from_address: str | None, show_envelope: bool,
-         as_json: bool, ndjson: bool, **named: Any) -> None:
-    """Wait up to --timeout-ms for the resolution of MESSAGE_ID (exit 6 without an answer: timed out, expired or unresolved; Ctrl-C: 130)."""
-    app = get_app(ctx)
-    me = who_am_i(app, from_address, named, reading=True)
-    data = wait_all(app, me, message_id, 0)  # a bad or unknown id is refused before any waiting
-    if data["outcome"] == "timeout" and timeout_ms > 0:
-        for warning in data.get("warnings", ()):  # said before the wait, not only after it ran out
-            echo(f"note: {warning['message']}", err=True)
-        data = wait_all(app, me, message_id, timeout_ms, f"stopped waiting for {message_id}; `agent-link wait {message_id}` waits again")
-    show_then_mark(lambda: emit(data, as_json, lambda d: print_wait(app, d, show_envelope), ndjson),
-                   lambda: mark_reply(app, me, data), "the reply stays unread")
-    if data["outcome"] in NO_ANSWER:
-        sys.exit(EXIT_TIMEOUT)
 
 
 @command(argument("message_id"), READER_FROM, ENVELOPE, JSON, NDJSON)

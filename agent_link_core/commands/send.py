@@ -78,6 +78,8 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     if anticipation is None and (reply_by is not None or wait_reply):
         anticipation = "reply"
     app = get_app(ctx)
+    if wait_reply and not app.hooks.waits():
+        usage_error("--wait needs a plugin that waits for answers: install agent-link-waits, or enable it (AGENT_LINK_DISABLE_PLUGINS)")
     me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
     result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
                                      retry=RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,

@@ -20,7 +20,6 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core import waits
 from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption, acall_harness
@@ -77,9 +76,10 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
     return ulid_of_uuid(given), {"clientMessageId": given.lower()}
 
 
-def _declared(app: App | None, attribute: str) -> dict[str, Any]:
-    """What the App's harnesses declare in ``attribute`` (a dict, or SendOptions), by name; the first harness (by name)
-    declaring a name defines it."""
+def harness_declared(app: App | None, attribute: str) -> dict[str, Any]:
+    """What the App's harnesses declare in ``attribute`` (a :class:`~agent_link_core.harness.Harness` attribute: a dict, or
+    SendOptions), by name; the first harness (by name) declaring a name defines it. A plugin's tool a harness extends
+    (the waits plugin's ``wait_for_agent``: ``wait_result_fields``) reads its declarations here."""
     declared: dict[str, Any] = {}
     for _, harness in sorted((app.harnesses if app is not None else {}).items()):
         items = getattr(harness, attribute)
@@ -89,8 +89,7 @@ def _declared(app: App | None, attribute: str) -> dict[str, Any]:
 
 
 #: the core tools a harness extends: name -> (the Harness attribute declaring arguments, the one declaring result fields)
-EXTENDED = {"message_agent": ("send_option_specs", "send_result_fields"), "agent_link_health": ("health_options", None),
-            "wait_for_agent": (None, "wait_result_fields")}
+EXTENDED = {"message_agent": ("send_option_specs", "send_result_fields"), "agent_link_health": ("health_options", None)}
 
 
 def core_specs(app: App | None) -> list[ToolSpec]:
@@ -98,7 +97,7 @@ def core_specs(app: App | None) -> list[ToolSpec]:
     send options) the App's harnesses declare for them before their own."""
     specs = []
     for spec in CORE_TOOLS:
-        arguments, fields = (_declared(app, attribute) if attribute else {} for attribute in EXTENDED.get(spec.name, (None, None)))
+        arguments, fields = (harness_declared(app, attribute) if attribute else {} for attribute in EXTENDED.get(spec.name, (None, None)))
         arguments = {name: value.schema if isinstance(value, SendOption) else value for name, value in arguments.items()}
         if arguments:
             spec = replace(spec, input_schema={**spec.input_schema, "properties": {**arguments, **spec.input_schema["properties"]}})
@@ -147,7 +146,7 @@ def check_send_declarations(harness: Any) -> None:
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """``agent_link_health``; the harness-declared options given (``Harness.health_options``) reach every harness's
     ``prepare_health`` first."""
-    options = {k: args[k] for k in _declared(app, "health_options") if k in args}
+    options = {k: args[k] for k in harness_declared(app, "health_options") if k in args}
     for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
         await acall_harness(app.hooks, harness, "prepare_health", partial(harness.prepare_health, options))
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
@@ -185,7 +184,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     """``message_agent``; ``tool``: the name the send is recorded under (``SendContext.tool``, which ``before_send``
     hooks see): a plugin tool that sends through this handler names itself."""
     started = time.monotonic()
-    declared: dict[str, SendOption] = _declared(app, "send_option_specs")
+    declared: dict[str, SendOption] = harness_declared(app, "send_option_specs")
     options = {k: args[k] for k in declared if k in args}
     named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
     # an exact address may name an archived session of a harness whose archived sessions take mail
@@ -205,75 +204,75 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
     message_id, fingerprint = idempotency_key(args)
-    if message_id is None and args.get("waitForReply"):
-        message_id = new_message_id()  # the answer of a push that outlasts the call names it
-    held = None
-    if args.get("waitForReply") and call.caller.known:
-        # noted before the question is stored: a reply that comes before the wait below starts
-        # is held for that wait, never also pushed to the sender while it waits
-        held = waits.begin(app.store, call.caller.address, f"reply:{message_id}")
-    try:
-        sending = app.send(
-            caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
-            reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
-            reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
-            message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
-            metadata={"fingerprint": fingerprint} if fingerprint else None, target=(recipient, target[1], dict(target[2])),
-        )
-        if not args.get("waitForReply"):
-            outcome = await sending
-        else:
-            # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
-            # the background and the answer returns now, with the message id to wait on.
-            task = asyncio.ensure_future(sending)
-            left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
-            done, _ = await asyncio.wait({task}, timeout=left_s)
-            if not done:
-                _PUSHING.add(task)
-                task.add_done_callback(_push_finished)
-                spent_ms = int((time.monotonic() - started) * 1000)
-                call.warnings.append({
-                    "code": "push_still_running",
-                    "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
-                               f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
-                    "details": {"messageId": message_id, "sendMs": spent_ms},
-                })
-                return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
-                        "deliveryState": "pushing", "anticipation": "reply",
-                        "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
-            outcome = task.result()
-        result = message_summary(app, outcome)
-        if args.get("replyToMessageId") and outcome.message.get("reply_to"):
-            answered_id = outcome.message["reply_to"]
-            answered = app.mailbox.state(app.mailbox.stored(answered_id))
-            if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
-                result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
-        if args.get("waitForReply"):
-            # The whole call keeps the bound a wait promises: what storing and pushing took (a slow host can take most
-            # of it) comes off the wait, so no client cuts the call before the model learns the message id.
+    if args.get("waitForReply"):
+        if not app.hooks.waits():
+            raise AgentLinkError("unsupported", "No loaded plugin waits for answers, so waitForReply cannot be used.",
+                                 {"capability": "wait", "arguments": ["waitForReply"]},
+                                 hint="Send without waitForReply and read the answer later; or install agent-link-waits, "
+                                      "or enable it (AGENT_LINK_DISABLE_PLUGINS).")
+        # the answer of a push that outlasts the call names it; the waits plugin notes the wait under it before the
+        # question is stored (agent_link_before_send), so a quicker reply is held for the wait, never also pushed
+        message_id = message_id or new_message_id()
+    sending = app.send(
+        caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
+        reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
+        reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
+        message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
+        metadata={"fingerprint": fingerprint} if fingerprint else None, target=(recipient, target[1], dict(target[2])),
+    )
+    if not args.get("waitForReply"):
+        outcome = await sending
+    else:
+        # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
+        # the background and the answer returns now, with the message id to wait on.
+        task = asyncio.ensure_future(sending)
+        left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
+        done, _ = await asyncio.wait({task}, timeout=left_s)
+        if not done:
+            _PUSHING.add(task)
+            task.add_done_callback(_push_finished)
             spent_ms = int((time.monotonic() - started) * 1000)
-            requested = args.get("timeoutMs", 60000)
-            left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
-            result["wait"] = await app.wait(
-                caller=call.caller, agent=result["to"], reply_to=result["messageId"],
-                timeout_ms=requested if call.progress is not None else min(requested, left),
-                poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress, held=held,
-            )
-            held = None  # the wait ended it
-            result["wait"]["sendMs"] = spent_ms
-            if call.progress is None and requested > left:  # the wait got only what the send left of one call
-                call.warnings.append({
-                    "code": "wait_shortened",
-                    "message": f"Sending took {spent_ms} ms, so the wait got {left} ms of the {MAX_WAIT_PER_CALL_MS} ms one call "
-                               f"may take; call wait_for_agent with replyToMessageId {result['messageId']} to keep waiting.",
-                    "details": {"messageId": result["messageId"], "requestedTimeoutMs": requested, "sendMs": spent_ms,
-                                "waitedAtMostMs": left},
-                })
-            call.warnings.extend(result["wait"].pop("warnings", []))
-        return result
-    finally:
-        if held is not None:
-            waits.end(app.store, held)
+            call.warnings.append({
+                "code": "push_still_running",
+                "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
+                           f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
+                "details": {"messageId": message_id, "sendMs": spent_ms},
+            })
+            return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
+                    "deliveryState": "pushing", "anticipation": "reply",
+                    "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
+        outcome = task.result()
+    result = message_summary(app, outcome)
+    if args.get("replyToMessageId") and outcome.message.get("reply_to"):
+        answered_id = outcome.message["reply_to"]
+        answered = app.mailbox.state(app.mailbox.stored(answered_id))
+        if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
+            result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
+    if args.get("waitForReply"):
+        # The whole call keeps the bound a wait promises: what storing and pushing took (a slow host can take most
+        # of it) comes off the wait, so no client cuts the call before the model learns the message id.
+        spent_ms = int((time.monotonic() - started) * 1000)
+        requested = args.get("timeoutMs", 60000)
+        left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
+        waited = await app.hooks.wait_for_reply(
+            call.caller, result["messageId"], timeout_ms=requested if call.progress is not None else min(requested, left),
+            poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress)
+        if waited is None:  # the waits plugin failed (reported): the message stands, its answer is read later
+            call.warnings.append({"code": "plugin_failed", "details": {"hook": "agent_link_wait_for_reply"},
+                                  "message": f"The message was sent but waiting for its answer failed; call wait_for_agent with "
+                                             f"replyToMessageId {result['messageId']}, or read your inbox later."})
+            return result
+        result["wait"] = {**waited, "sendMs": spent_ms}
+        if call.progress is None and requested > left:  # the wait got only what the send left of one call
+            call.warnings.append({
+                "code": "wait_shortened",
+                "message": f"Sending took {spent_ms} ms, so the wait got {left} ms of the {MAX_WAIT_PER_CALL_MS} ms one call "
+                           f"may take; call wait_for_agent with replyToMessageId {result['messageId']} to keep waiting.",
+                "details": {"messageId": result["messageId"], "requestedTimeoutMs": requested, "sendMs": spent_ms,
+                            "waitedAtMostMs": left},
+            })
+        call.warnings.extend(result["wait"].pop("warnings", []))
+    return result
 
 
 # pushes of waitForReply sends that outlasted their call (kept referenced until they end)
@@ -284,21 +283,6 @@ def _push_finished(task: asyncio.Future[Any]) -> None:
     _PUSHING.discard(task)
     if not task.cancelled() and task.exception() is not None:
         logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())
-
-
-async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """The ``wait_for_agent`` tool's handler (see the module doc)."""
-    activity = None
-    if not args.get("replyToMessageId"):
-        # the target's own end of activity (its work being over, a session stopping) ends the wait too
-        recipient, _, _ = await app.target_address(args["agent"], call.caller, allow_archived=True)
-        harness = app.harnesses.get(recipient.split(":", 1)[0])
-        activity = harness.activity_check(recipient.split(":", 1)[1]) if harness is not None else None
-    return await app.wait(
-        caller=call.caller, agent=args["agent"], reply_to=args.get("replyToMessageId"),
-        timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress,
-        activity=activity,
-    )
 
 
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -393,17 +377,6 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         }, ("to", "message")),
         output_fields=SEND_RESULT,
         handler=message_agent, removed={"body": "message", "latestMessageId": "replyToMessageId"},
-    ),
-    ToolSpec(
-        name="wait_for_agent",
-        title="Wait for an agent",
-        description="Wait for the answer to a message you sent (replyToMessageId), or for a message from an agent (its oldest unread one first, else the next to arrive); without replyToMessageId the agent's own end of activity also ends the wait (outcome turn_completed when the work it was doing is over, idle when it does nothing). The recipient merely finishing its work is never taken as an answer. A timeout is a normal result: call again to keep waiting. Without a progress token one call returns within 50 s (capped: true).",
-        input_schema=closed_object({"agent": AGENT_QUERY, "replyToMessageId": ULID,
-                                    "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS}, ("agent",)),
-        output_fields={"outcome": {"type": "string", "enum": ["reply", "declined", "done", "unresolved", "expired", "turn_completed", "idle", "timeout"]},
-                       "harness": STR, "messageStatus": NSTR, "waitedMs": INT, "target": OBJ, "reply": OBJ, "resolution": OBJ,
-                       "timedOut": BOOL, "arrivedBeforeWait": BOOL, "capped": BOOL, "requestedTimeoutMs": INT},
-        handler=wait_for_agent, read_only=True,
     ),
     ToolSpec(
         name="read_agent_link_inbox",

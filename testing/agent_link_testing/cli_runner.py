@@ -110,9 +110,11 @@ def installed_plugins() -> str:
 
 def core_env(args: Sequence[str], env: Mapping[str, str] | None = None, plugins: Sequence[str] = ()) -> dict[str, str]:
     """The variables of a core-only script run of ``agent-link ARGS``: every installed plugin
-    but ``plugins`` (a plugin's own tests name it) disabled (``AGENT_LINK_DISABLE_PLUGINS``),
+    but ``plugins`` (a plugin's own tests name it) and those the test's ``installed_plugins(...)``
+    marker names (``AGENT_LINK_LOAD_PLUGINS``: tests/conftest.py) disabled (``AGENT_LINK_DISABLE_PLUGINS``),
     as the address ``--as``/``--from`` names, with ``env`` on top."""
-    disabled = " ".join(name for name in installed_plugins().split() if name not in plugins)
+    keep = {*plugins, *os.environ.get("AGENT_LINK_LOAD_PLUGINS", "").split()}
+    disabled = " ".join(name for name in installed_plugins().split() if name not in keep)
     return {"AGENT_LINK_DISABLE_PLUGINS": disabled, **named_address_env(args), **(env or {})}
 
 

@@ -1,6 +1,6 @@
 """The example plugin end to end, as installed by ``make install``: sessions listed, a
 message delivered into a session's file, a reply back, its tool through a real MCP client
-and its command through the CLI. Only this plugin is loaded (AGENT_LINK_LOAD_PLUGINS)."""
+and its command through the CLI. Only this plugin and the waits plugin are loaded (AGENT_LINK_LOAD_PLUGINS)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from agent_link_testing.mcp_client import agent_link_mcp
 
-ONLY_ME = {"AGENT_LINK_LOAD_PLUGINS": "filehost"}
+ONLY_ME = {"AGENT_LINK_LOAD_PLUGINS": "filehost waits"}  # waits: wait_for_agent (plugins/waits)
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -26,7 +26,7 @@ def test_filehost_is_an_installed_plugin() -> None:
     out = cli("plugins", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["loaded"] == ["filehost"] and data["problems"] == []
+    assert sorted(data["loaded"]) == ["filehost", "waits"] and data["problems"] == []
     assert "filehost" in cli("--help").stdout  # plugin commands are listed with the core's
 
 

@@ -22,6 +22,8 @@ from agent_link_core.tools.schemas import (AGENT_QUERY, BOOL, CURSOR, LISTING_PA
                                           limit_arg)
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
+from agent_link_waits.waits import waits_of
+
 from agent_link_claude.harness import DELIVERY_STATES, NAME, ClaudeHarness
 from agent_link_claude.sessions import ID_RE
 
@@ -149,7 +151,7 @@ async def wait_for_session(
     has stopped since (checked every :data:`IDLE_CHECK_S` seconds).
 
     :raises AgentLinkError: ``no_current_session`` without ``reply_to`` for an unknown caller,
-        and whatever :meth:`App.wait` raises (``not_found``, ``permission_denied``).
+        and whatever :meth:`~agent_link_waits.waits.Waits.wait` raises (``not_found``, ``permission_denied``).
     """
     if reply_to is None:
         app.require_caller(caller)
@@ -163,7 +165,7 @@ async def wait_for_session(
 
         async def wait() -> None:
             try:
-                found["result"] = await app.wait(caller=caller, agent=session.address, reply_to=reply_to,
+                found["result"] = await waits_of(app).wait(caller=caller, agent=session.address, reply_to=reply_to,
                                                  timeout_ms=timeout_ms, poll_ms=poll_ms, progress=progress)
             except AgentLinkError as exc:
                 found["error"] = exc
@@ -184,7 +186,7 @@ async def wait_for_session(
         raise found["error"]
     result = found.get("result")
     if result is None:  # the target stopped: one last look, so a reply sent just before is not missed
-        last = await app.wait(caller=caller, agent=session.address, reply_to=reply_to, timeout_ms=0, poll_ms=250) if reply_to else None
+        last = await waits_of(app).wait(caller=caller, agent=session.address, reply_to=reply_to, timeout_ms=0, poll_ms=250) if reply_to else None
         if last is not None and not last["timedOut"]:
             result = last
         else:

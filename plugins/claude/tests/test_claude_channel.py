@@ -27,6 +27,7 @@ from agent_link_claude.harness import ClaudeHarness
 from agent_link_core.app import App
 from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.model import Caller
+from agent_link_waits.waits import waits_of
 
 A = "11111111-1111-4111-8111-111111111111"
 ADDR = f"claude:{A}"
@@ -257,11 +258,11 @@ async def test_a_message_an_in_process_wait_returns_is_not_pushed_too(app: App, 
             tg.start_soon(b.run, app, peer)
 
             async def wait() -> None:
-                waited["out"] = await app.wait(caller=me, agent="test:alice", reply_to=asked if by_reply_to else None,
+                waited["out"] = await waits_of(app).wait(caller=me, agent="test:alice", reply_to=asked if by_reply_to else None,
                                                timeout_ms=10_000, poll_ms=1500)
 
             tg.start_soon(wait)
-            await until(lambda: app.waiting)
+            await until(lambda: waits_of(app).waiting)
             if by_reply_to:
                 answer = (await other.reply(caller=ALICE, message_id=asked, message="the answer"))["messageId"]
             else:
@@ -288,11 +289,11 @@ async def test_a_held_message_is_pushed_when_the_wait_ends_without_it(app: App) 
     peer, b = RecordingPeer(), bridge()
     async with anyio.create_task_group() as tg:
         tg.start_soon(b.run, app, peer)
-        app.waiting[f"reply:{asked}"] = 1  # a wait that is cancelled before it takes the reply
+        waits_of(app).waiting[f"reply:{asked}"] = 1  # a wait that is cancelled before it takes the reply
         answer = (await app.reply(caller=ALICE, message_id=asked, message="the answer"))["messageId"]
         await anyio.sleep(0.8)
         assert peer.sent == []
-        del app.waiting[f"reply:{asked}"]  # nothing is written when it goes away
+        del waits_of(app).waiting[f"reply:{asked}"]  # nothing is written when it goes away
         await until(lambda: len(peer.sent) == 1, 5.0)
         tg.cancel_scope.cancel()
     assert peer.sent[0][1]["meta"]["message_id"] == answer

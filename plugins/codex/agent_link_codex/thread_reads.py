@@ -14,7 +14,7 @@ import asyncio
 import time
 from typing import Any
 
-from agent_link_core.waits import wait_capped_warning
+from agent_link_waits.waits import wait_capped_warning, waits_of
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools.registry import ToolCall
 
@@ -464,7 +464,7 @@ async def wait_for_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) 
     tid = bare_id(args["threadId"])
     requested = timeout_ms = args.get("timeoutMs", 60_000)
     poll_ms = args.get("pollIntervalMs", 1000)
-    cap_ms, every_ms = app.wait_limits()
+    cap_ms, every_ms = waits_of(app).wait_limits()
     capped = call.progress is None and timeout_ms > cap_ms
     if capped:
         call.warnings.append(wait_capped_warning(timeout_ms, cap_ms))

@@ -227,7 +227,7 @@ def test_calls_under_way_are_answered_after_the_client_closes_its_input() -> Non
     lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call]
     done = subprocess.run([sys.executable, "-m", "agent_link_core", "mcp"], check=False, capture_output=True, timeout=120,
                           input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
-                          env=server_env({"AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": "team:alice"}))
+                          env=server_env({"AGENT_LINK_LOAD_PLUGINS": "waits", "AGENT_LINK_ADDRESS": "team:alice"}))  # waitForReply: plugins/waits
     answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines()) if "id" in a}
     result = answers[1]["result"]["structuredContent"]
     assert result["ok"] is True and result["messageId"], answers[1]

@@ -2,7 +2,7 @@
 settings table), answered through the core's ``agent_link_listed_tools`` hook.
 
 The value is a comma or space separated list of ``all``, ``messaging`` (the core's tools and the
-conversations plugin's, :data:`MESSAGING_OWNERS`), a plugin's name (its tools plus messaging's) or a
+conversations and waits plugins', :data:`MESSAGING_OWNERS`), a plugin's name (its tools plus messaging's) or a
 tool's name. An item matching nothing is skipped
 and reported; when no item matches, every tool is offered, since a misspelt profile must not
 leave an agent without its messaging tools. Tools left out stay reachable through
@@ -32,9 +32,9 @@ ALL = "all"
 MESSAGING = "messaging"
 CORE_OWNER = CORE_PLUGIN  #: the core's name as the owner of its tools (``Hooks.tool_owners``)
 ALWAYS = ("agent_link_health", "agent_link_tools")
-#: the owners of the tools ``messaging`` lists: the core, and the conversations plugin (a message's
-#: thread, which the core's tools listed before that plugin took it out of the core)
-MESSAGING_OWNERS = (CORE_OWNER, "conversations")
+#: the owners of the tools ``messaging`` lists: the core, and the plugins that took a messaging tool out of
+#: the core (conversations: a message's thread; waits: ``wait_for_agent``)
+MESSAGING_OWNERS = (CORE_OWNER, "conversations", "waits")
 #: the profile of a server a host started, when ``AGENT_LINK_TOOLS`` is unset
 HOST_DEFAULT = MESSAGING
 

@@ -1,5 +1,5 @@
 """A message reaches its agent one way only (issue 29): one a running wait of the recipient is
-about to return is not pushed as well, whichever process pushes (agent_link_core/waits.py);
+about to return is not pushed as well, whichever process pushes (plugins/waits/agent_link_waits/waits.py);
 what the wait did not take is pushed when it ends; a reply that already reached the agent
 another way is not repeated in the wait's result. (Real host: plugins/codex/tests.)"""
 
@@ -14,6 +14,7 @@ from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.harness import Delivery, Harness
 from agent_link_core.model import Caller, Session
+from agent_link_waits.waits import waits_of
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +64,7 @@ def apps(plugin: Plugin) -> Any:
 async def waiting(app: App, key: str) -> None:
     """Until the wait task runs (a bound for a hang, not a speed expectation)."""
     async with asyncio.timeout(30):
-        while key not in app.waiting:
+        while key not in waits_of(app).waiting:
             await asyncio.sleep(0.01)
 
 
@@ -71,7 +72,7 @@ async def test_a_reply_a_wait_returns_is_not_pushed_as_well(apps: Any, plugin: P
     waiter, sender = apps
     asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
     question = asked.message["id"]
-    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", reply_to=question, timeout_ms=20_000, poll_ms=200))
+    task = asyncio.ensure_future(waits_of(waiter).wait(caller=ALICE, agent="team:carol", reply_to=question, timeout_ms=20_000, poll_ms=200))
     await waiting(waiter, f"reply:{question}")
     answered = await sender.reply(caller=CAROL, message_id=question, message="yes")  # the replier's process pushes
     got = await task
@@ -83,7 +84,7 @@ async def test_a_reply_a_wait_returns_is_not_pushed_as_well(apps: Any, plugin: P
 
 async def test_what_a_wait_did_not_take_is_pushed_when_it_ends(apps: Any, plugin: Plugin) -> None:
     waiter, sender = apps
-    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=1000))
+    task = asyncio.ensure_future(waits_of(waiter).wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=1000))
     await waiting(waiter, "from:team:carol")
     first = await sender.send(caller=CAROL, to="stub:alice", body="one")
     second = await sender.send(caller=CAROL, to="stub:alice", body="two")
@@ -107,7 +108,7 @@ async def test_a_reply_already_delivered_is_not_repeated_by_the_wait(apps: Any) 
     asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
     answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")  # pushed: no wait ran
     assert waiter.mailbox.stored(answered["messageId"])["delivered_via"] == "stub-push"
-    got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
+    got = await waits_of(waiter).wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
     assert got["outcome"] == "reply" and "envelope" not in got["reply"]
     assert got["reply"]["alreadyDelivered"]["via"] == "stub-push"
 
@@ -119,7 +120,7 @@ async def test_a_reply_a_host_accepted_is_not_repeated_by_the_wait(apps: Any) ->
     sender.harnesses["stub"].deliver = accept  # type: ignore[method-assign]
     asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
     answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")
-    got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
+    got = await waits_of(waiter).wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=0)
     assert "envelope" not in got["reply"] and got["reply"]["alreadyDelivered"]["via"] == "accepted push"
     assert waiter.mailbox.stored(answered["messageId"])["first_delivered_at"] is None  # the host's echo marks it
 
@@ -132,11 +133,11 @@ async def test_an_inbox_read_in_another_process_leaves_a_waits_mail_to_it(apps: 
     from agent_link_core import budget
 
     waiter, reader = apps
-    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=10_000))
+    task = asyncio.ensure_future(waits_of(waiter).wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=10_000))
     await waiting(waiter, "from:team:carol")
     sent = await reader.send(caller=CAROL, to="stub:alice", body="for the wait")
     read = budget.inbox(reader, ALICE, None, limit=10, mark=True, include_open=False)  # this process runs no wait
-    assert [m["id"] for m in read["messages"]] == [] and not reader.waiting
+    assert [m["id"] for m in read["messages"]] == [] and not waits_of(reader).waiting
     got = await task
     assert got["reply"]["id"] == sent.message["id"]
 
@@ -151,13 +152,13 @@ async def test_a_reply_before_the_senders_wait_starts_is_held_for_it(plugin: Plu
 
     waiter = App.create({**os.environ, "AGENT_LINK_ADDRESS": "stub:alice"}, extra_plugins=(("stub", plugin),))
     sender = App.create(extra_plugins=(("stub", Plugin()),))
-    real_wait, early = waiter.wait, {}
+    real_wait, early = waits_of(waiter).wait, {}
 
     async def answered_first(**kwargs: Any) -> dict[str, Any]:  # the answer lands before the wait runs
         early.update(await sender.reply(caller=CAROL, message_id=kwargs["reply_to"], message="at once"))
         return await real_wait(**kwargs)
 
-    waiter.wait = answered_first  # type: ignore[method-assign]
+    waits_of(waiter).wait = answered_first  # type: ignore[method-assign]
     try:
         spec = next(s for s in CORE_TOOLS if s.name == "message_agent")
         got = await run_tool(waiter, spec, {"to": "team:carol", "message": "ready?", "waitForReply": True, "timeoutMs": 20_000}, {})
@@ -182,7 +183,7 @@ async def test_a_reply_a_wait_already_returned_is_not_pushed(apps: Any, plugin: 
     async def push_after_the_wait(row: Any, options: Any) -> Any:
         nonlocal reply_row
         reply_row = row
-        got = await waiter.wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=5_000, poll_ms=100)
+        got = await waits_of(waiter).wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"], timeout_ms=5_000, poll_ms=100)
         assert got["outcome"] == "reply"
         return await real_push(row, options)
 
@@ -202,7 +203,7 @@ async def test_a_reply_found_after_the_client_died_stays_in_the_inbox(apps: Any,
     waiter, sender = apps
     asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
     question = asked.message["id"]
-    task = asyncio.ensure_future(waiter.wait(caller=ALICE, agent="team:carol", reply_to=question, timeout_ms=20_000, poll_ms=200))
+    task = asyncio.ensure_future(waits_of(waiter).wait(caller=ALICE, agent="team:carol", reply_to=question, timeout_ms=20_000, poll_ms=200))
     await waiting(waiter, f"reply:{question}")
     monkeypatch.setattr(entry, "PARENT_PID", os.getppid() + 1)  # the client that started this process is gone
     answered = await sender.reply(caller=CAROL, message_id=question, message="yes")
@@ -245,7 +246,7 @@ def test_a_wait_of_a_zombie_or_an_ended_process_holds_nothing(monkeypatch: pytes
 
     import psutil
 
-    from agent_link_core import waits
+    from agent_link_waits import waits
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 10

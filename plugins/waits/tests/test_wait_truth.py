@@ -1,4 +1,4 @@
-"""What waits promise (issue 18, "Waits"), through the core's tool handlers in process.
+"""What waits promise (issue 18, "Waits"), through the tool handlers in process (the core's and this plugin's).
 
 * ``wait_for_agent {agent}`` returns unread mail from that agent first: mail that arrived
   while the waiter's server was down, or between two waits.
@@ -23,10 +23,12 @@ from agent_link_core.tools import core_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import run_tool
 from agent_link_testing.harnesses import HarnessPlugin
+from agent_link_waits.tools import WAIT_FOR_AGENT
+from agent_link_waits.waits import waits_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
-TOOLS = {spec.name: spec for spec in CORE_TOOLS}
+OTHER_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name != "waits"))
+TOOLS = {spec.name: spec for spec in (*CORE_TOOLS, WAIT_FOR_AGENT)}
 
 
 class SlowHarness(Harness):
@@ -51,7 +53,7 @@ class SlowHarness(Harness):
 def make_app(address: str, harness: Harness | None = None) -> App:
     import os
 
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": ALL_PLUGINS, "AGENT_LINK_ADDRESS": address}
+    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS, "AGENT_LINK_ADDRESS": address}
     return App.create(env, (HarnessPlugin(harness),) if harness else ())
 
 
@@ -148,7 +150,7 @@ async def test_the_inbox_leaves_a_reply_to_the_wait_that_holds_it(apps: dict[str
     chatter = await call(bob, "message_agent", to="test:alice", message="unrelated news")
     waiting = asyncio.create_task(call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"],
                                        timeoutMs=1500, pollIntervalMs=10000))
-    while f"reply:{asked['messageId']}" not in alice.waiting:
+    while f"reply:{asked['messageId']}" not in waits_of(alice).waiting:
         await asyncio.sleep(0)
     replied = await call(bob, "reply_agent_link_message", messageId=asked["messageId"], message="yes")
 
@@ -171,7 +173,7 @@ async def test_a_wait_that_ends_without_the_reply_hands_it_to_the_inbox(apps: di
     asked = await call(alice, "message_agent", to="test:bob", message="ready?", anticipation="reply")
     waiting = asyncio.create_task(call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"],
                                        timeoutMs=30000, pollIntervalMs=10000))
-    while f"reply:{asked['messageId']}" not in alice.waiting:
+    while f"reply:{asked['messageId']}" not in waits_of(alice).waiting:
         await asyncio.sleep(0)
     replied = await call(bob, "reply_agent_link_message", messageId=asked["messageId"], message="yes")
     assert (await call(alice, "read_agent_link_inbox", markAsDelivered=False))["heldByActiveWait"] == 1

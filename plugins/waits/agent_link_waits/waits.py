@@ -1,10 +1,12 @@
-"""Waiting for an answer (``wait_for_agent``, ``agent-link wait``), and one path per message. One :class:`Waits` per
-:class:`~agent_link_core.app.App` (``app.waits``).
+"""Waiting for an answer (``wait_for_agent``, ``waitForReply``, ``agent-link wait``), and one path per message. One
+:class:`Waits` per :class:`~agent_link_core.app.App` (:func:`waits_of`).
 
 A wait returns the message it waited for in its own result; a push of the same message to the recipient's host (by another
 process) would give it to the agent twice. So every running wait is noted in ``active_waits`` (who waits, for what, in which
 process), and a push or an inbox read in any process asks ``agent_link_held_messages`` (:meth:`Waits.held` answers); a held
 message is left to the wait, which pushes it when it ends without taking it (:meth:`Waits.wait`). Rows of dead processes are ignored, and removed by the next wait of the same address.
+A ``waitForReply`` send notes its wait before the question is stored (``agent_link_before_send``: :meth:`Waits.hold`), so
+a reply quicker than the wait's start is held too.
 """
 
 from __future__ import annotations
@@ -18,38 +20,80 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy import LazyLogger
 from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller, address_scheme
+from agent_link_core.config import Setting
 from agent_link_core.store import Migration, now_ms
 from agent_link_core.wake import Wakeup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import weakref
     from typing import Any
     from agent_link_core.app import App
     from agent_link_core.store import Store
     from agent_link_core.tools.registry import Progress
 
-log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
+log = LazyLogger(__name__)
 
 #: how often a wait whose client sent a progress token reports progress (keeps the call alive)
 PROGRESS_EVERY_MS = 10_000
 
 #: no wait runs longer than this (600 s asked for, plus its last poll and the push after it)
 MAX_WAIT_MS = 660_000
+#: how long the note of a ``waitForReply`` send holds its answer before its wait takes it over (:meth:`Waits.hold`): the
+#: wait starts within the bound of one tool call (the tool layer's ``MAX_WAIT_PER_CALL_MS``), or never
+HOLD_MS = 60_000
 #: how much undelivered mail :meth:`Waits.held` looks at
 HELD_SCAN = 500
 
+SETTINGS = (
+    Setting("AGENT_LINK_WAIT_CAP_MS", "int", 50000, minimum=1000, maximum=600000,
+            doc="longest a wait runs in one tool call when the client sent no progress token (its tool-call timeout)"),
+    Setting("AGENT_LINK_WAIT_PROGRESS_MS", "int", 10000, minimum=1000, maximum=60000,
+            doc="interval of the progress notifications a wait sends when the client sent a progress token"),
+)
+
+#: ``IF NOT EXISTS``: a database from before the plugin has the table, made by the core's migration ``core.waits`` 1
 MIGRATIONS = (
-    Migration("core.waits", 1, """
-        CREATE TABLE active_waits (
+    Migration("waits", 1, """
+        CREATE TABLE IF NOT EXISTS active_waits (
             id INTEGER PRIMARY KEY,
             address TEXT NOT NULL,      -- who waits (the recipient of what it waits for)
             key TEXT NOT NULL,          -- reply:<message id> | from:<address>
             pid INTEGER NOT NULL,
             started_at INTEGER NOT NULL
         );
-        CREATE INDEX active_waits_address ON active_waits (address, key);
+        CREATE INDEX IF NOT EXISTS active_waits_address ON active_waits (address, key);
         """),
 )
+
+
+#: each App's Waits, made by the first wait (weakref imported then: a read in a process that never waits skips it)
+_WAITS: weakref.WeakKeyDictionary[Any, Waits] | None = None
+
+
+def waits_of(app: App) -> Waits:
+    """The :class:`Waits` of ``app``, made on first use: ``waits_of(app).wait(...)`` is how a plugin waits for an answer."""
+    global _WAITS
+    if _WAITS is None:
+        import weakref
+
+        _WAITS = weakref.WeakKeyDictionary()
+    waits = _WAITS.get(app)
+    if waits is None:
+        waits = _WAITS[app] = Waits(app)
+    return waits
+
+
+def held(app: App, address: str, rows: list[Any] | None = None) -> set[str]:
+    """Of ``rows`` (None: ``address``'s undelivered mail, at most :data:`HELD_SCAN`), the ids a running wait, in this
+    process or another (:func:`live_keys`), is about to return: the answer to the message it waits on, or any message
+    from the agent it waits for. Reads no message when nobody waits (this plugin's ``agent_link_held_messages``)."""
+    here = _WAITS.get(app) if _WAITS is not None else None
+    keys = set(here.waiting if here is not None else ()) | live_keys(app.store, address)
+    if not keys:
+        return set()
+    rows = app.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if rows is None else rows
+    return {row["id"] for row in rows if f"from:{row['from_addr']}" in keys or f"reply:{row['reply_to']}" in keys}
 
 
 class Waits:
@@ -60,21 +104,25 @@ class Waits:
         self.mailbox, self.store, self.config = app.mailbox, app.store, app.config
         # "reply:<message id>" / "from:<address>" -> waits running in this process: a push leaves their message to them
         self.waiting: dict[str, int] = {}
+        # message id -> (the active_waits row noted before it was stored, when): the waitForReply sends awaiting their wait
+        self.holds: dict[str, tuple[int, float]] = {}
 
-    def held(self, address: str, rows: list[Any] | None = None) -> set[str]:
-        """Of ``rows`` (None: ``address``'s undelivered mail, at most :data:`HELD_SCAN`), the ids a running wait, in this
-        process or another (:func:`live_keys`), is about to return: the answer to the message it waits on, or any message
-        from the agent it waits for. Reads no message when nobody waits (the core's ``agent_link_held_messages``)."""
-        keys = set(self.waiting) | live_keys(self.store, address)
-        if not keys:
-            return set()
-        rows = self.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if rows is None else rows
-        return {row["id"] for row in rows if f"from:{row['from_addr']}" in keys or f"reply:{row['reply_to']}" in keys}
+    def hold(self, address: str, message_id: str) -> None:
+        """Note, before ``message_id`` is stored, that ``address`` will wait for its answer (``waitForReply``), so a
+        reply quicker than the wait's start is held for it; :meth:`wait` on that message takes the note over. The note of
+        a send whose wait never starts (refused, its push outlasting the call, no session to wait on) lapses after
+        :data:`HOLD_MS`: what it held then stays queued for the next read, push or reminder."""
+        now = time.monotonic()
+        for stale in [m for m, (_, at) in self.holds.items() if now - at > HOLD_MS / 1000]:
+            end(self.store, self.holds.pop(stale)[0])
+        noted = begin(self.store, address, f"reply:{message_id}", lapse_ms=HOLD_MS)
+        if noted is not None:
+            self.holds[message_id] = (noted, now)
 
     async def wait(
         self, *, caller: Caller, agent: str, reply_to: str | None = None, timeout_ms: int = 60_000, poll_ms: int = 1000,
         progress: Progress | None = None, activity: Callable[[], Awaitable[dict[str, Any] | None]] | None = None,
-        mark: bool = True, held: int | None = None,
+        mark: bool = True,
     ) -> dict[str, Any]:
         """Wait for the resolution of ``reply_to`` (or, without it, for the oldest unread message from ``agent`` to the caller, else
         the next one to arrive). A timeout is a normal outcome.
@@ -86,7 +134,6 @@ class Waits:
             one a call waits at most ``AGENT_LINK_WAIT_CAP_MS`` (:meth:`wait_limits`; clients cut tool calls after about a minute), and says ``capped``.
         :param activity: without ``reply_to``, a check each poll that may end the wait with the target's own outcome
             (``turn_completed``, ``idle``: a harness's ``activity_check``).
-        :param held: the row :func:`begin` noted for this wait before the awaited message was stored; the wait takes it over and ends it.
         :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed | idle | timeout, the reply (enveloped)
             when there is one, ``capped`` and ``requestedTimeoutMs`` when the cap applied.
         """
@@ -108,7 +155,11 @@ class Waits:
         since = now_ms()
         key = f"reply:{reply_to}" if reply_to else f"from:{target}"
         self.waiting[key] = self.waiting.get(key, 0) + 1
-        noted = held if held is not None else begin(self.store, caller.address, key) if caller.known else None
+        noted = self.holds.pop(reply_to)[0] if reply_to is not None and reply_to in self.holds else None  # noted before it was stored
+        if noted is not None:
+            renew(self.store, noted)  # this wait takes the note over, and ends it
+        elif caller.known:
+            noted = begin(self.store, caller.address, key)
         taken: str | None = None
         push_left = caller.known
         # Armed before the first check: a later commit wakes the wait at once (an earlier one, the check sees); poll_ms is the fallback.
@@ -163,16 +214,17 @@ class Waits:
         try:
             left = [row for row in self.mailbox.open_for(address, 50, undelivered_only=True)
                     if row["id"] != taken and self.mailbox.has_event(row["id"], HELD_EVENT)]
-            held = self.held(address, left) if left else set()
+            held_now = held(self.app, address, left) if left else set()
             for row in left:
-                if row["id"] not in held:
+                if row["id"] not in held_now:
                     await self.app.outbox.push(row, {})
         except AgentLinkError as exc:  # the wait's own answer stands; the mail stays queued for the next read or push
             log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
 
     def wait_limits(self) -> tuple[int, int]:
         """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default the tool layer's
-        :data:`~agent_link_core.tools.registry.MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`)."""
+        :data:`~agent_link_core.tools.registry.MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`),
+        this plugin's settings."""
         from agent_link_core.tools.registry import MAX_WAIT_PER_CALL_MS
         return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
                 int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
@@ -242,20 +294,27 @@ def wait_capped_warning(requested_ms: int, cap_ms: int) -> dict[str, Any]:
                        "(or send a progress token to wait up to timeoutMs)."}
 
 
-def begin(store: Store, address: str, key: str) -> int | None:
-    """Note a wait of ``address`` for ``key`` (``reply:<id>`` or ``from:<address>``) in this process; rows of the same address
-    left by dead processes go. Returns the row id for :func:`end`, or None when the database refused the write (the wait runs
-    anyway; pushes elsewhere will not know of it)."""
+def begin(store: Store, address: str, key: str, lapse_ms: int = MAX_WAIT_MS) -> int | None:
+    """Note a wait of ``address`` for ``key`` (``reply:<id>`` or ``from:<address>``) in this process, which every process
+    counts as running for ``lapse_ms`` (ms; the row is dated that much before :data:`MAX_WAIT_MS` ends, until :func:`renew`);
+    rows of the same address left by dead processes go. Returns the row id for :func:`end`, or None when the database refused
+    the write (the wait runs anyway; pushes elsewhere will not know of it)."""
     try:
         with store.write(wait=False) as conn:
             for row in conn.execute("SELECT id, pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall():
                 if not _live(row):
                     conn.execute("DELETE FROM active_waits WHERE id = ?", (row["id"],))
             cursor = conn.execute("INSERT INTO active_waits (address, key, pid, started_at) VALUES (?, ?, ?, ?)",
-                                  (address, key, os.getpid(), now_ms()))
+                                  (address, key, os.getpid(), now_ms() - (MAX_WAIT_MS - lapse_ms)))
             return int(cursor.lastrowid or 0) or None
     except AgentLinkError:
         return None
+
+
+def renew(store: Store, wait_id: int) -> None:
+    """Date the wait :func:`begin` noted as starting now (it runs for up to :data:`MAX_WAIT_MS`); a failed write leaves it as it was."""
+    with contextlib.suppress(AgentLinkError), store.write() as conn:
+        conn.execute("UPDATE active_waits SET started_at = ? WHERE id = ?", (now_ms(), wait_id))
 
 
 def end(store: Store, wait_id: int | None) -> None:
