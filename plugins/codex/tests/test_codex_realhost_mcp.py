@@ -36,6 +36,7 @@ from agent_link_core.model import Caller
 from agent_link_testing.codex_host import REPO_ROOT, CodexAppServer, McpServerConfig, codex_binary, write_codex_config
 from agent_link_testing.mcp_client import agent_link_mcp
 from agent_link_testing.responses_stub import ResponsesStub, mcp_tool_call, text
+from agent_link_waits.waits import waits_of
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -87,7 +88,7 @@ async def test_codex_thread_replies_through_agent_link_tools(stub: ResponsesStub
                     sent = await app.send(caller=ALICE, to=f"codex:{thread_id}", body="ping: please answer", anticipation="reply",
                                           message_id=message_id)
                     assert sent.delivery is not None and sent.delivery.delivered, sent.delivery
-                    waited = await app.wait(caller=ALICE, agent=f"codex:{thread_id}", reply_to=message_id, timeout_ms=WAIT_MS, poll_ms=250)
+                    waited = await waits_of(app).wait(caller=ALICE, agent=f"codex:{thread_id}", reply_to=message_id, timeout_ms=WAIT_MS, poll_ms=250)
                     tool = await items.wait_for(lambda n: n.method == "item/completed" and n.params["item"]["type"] == "mcpToolCall",
                                                 timeout_ms=WAIT_MS)
                 assert waited["outcome"] == "reply", waited

@@ -39,6 +39,7 @@ from agent_link_testing.responses_stub import (
 from agent_link_core.app import App
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import Caller
+from agent_link_waits.waits import waits_of
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(180)]
 
@@ -131,7 +132,7 @@ async def test_mail_to_an_unloaded_thread_arrives_in_a_turn_with_agent_link_tool
             first_request = await asyncio.to_thread(delivering_request, stub, message_id)
             assert REPLY_TOOL in first_request.tool_names(), first_request.tool_names()
             assert not [w for w in sent.delivery.warnings if w["code"] == "codex_tools_not_ready"], sent.delivery.warnings
-            waited = await app.wait(caller=ALICE, agent=f"codex:{thread_id}", reply_to=message_id, timeout_ms=WAIT_MS, poll_ms=250)
+            waited = await waits_of(app).wait(caller=ALICE, agent=f"codex:{thread_id}", reply_to=message_id, timeout_ms=WAIT_MS, poll_ms=250)
             assert waited["outcome"] == "reply" and "pong" in waited["reply"]["envelope"], waited
             async with await AppServerClient.connect_unix(second.socket_path, refuse_server_requests=True) as raw:
                 await raw.initialize("someone-else", "0.0.1", timeout_ms=WAIT_MS)
@@ -155,7 +156,7 @@ async def test_launch_with_a_message_starts_a_turn_with_agent_link_tools(
         assert not [w for w in launched.get("warnings", []) if w["code"] == "codex_tools_not_ready"], launched
         app = App.create()
         try:
-            waited = await app.wait(caller=ALICE, agent=f"codex:{thread_id}", reply_to=message_id, timeout_ms=WAIT_MS, poll_ms=250)
+            waited = await waits_of(app).wait(caller=ALICE, agent=f"codex:{thread_id}", reply_to=message_id, timeout_ms=WAIT_MS, poll_ms=250)
         finally:
             await app.aclose()
         assert waited["outcome"] == "reply" and "pong" in waited["reply"]["envelope"], waited
