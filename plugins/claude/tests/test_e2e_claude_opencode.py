@@ -43,7 +43,7 @@ pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SERVER_RULE = "mcp__plugin_agent-link_codex-agent-link"
 RUN_TIMEOUT_S = 150.0
-PLUGINS = "claude opencode"
+PLUGINS = "claude opencode waits"
 
 
 def envelope_of(request: RecordedRequest, message_id: str) -> str | None:

@@ -107,7 +107,7 @@ class Machine:
         base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
         self.env = {
             **base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(self.state), "XDG_CACHE_HOME": str(home / ".cache"),
-            "XDG_CONFIG_HOME": str(home / ".config"), "AGENT_LINK_LOAD_PLUGINS": "presence machines listings",
+            "XDG_CONFIG_HOME": str(home / ".config"), "AGENT_LINK_LOAD_PLUGINS": "presence waits machines listings",
             "AGENT_LINK_ENGINE_URL": engine.url, "AGENT_LINK_MACHINE": name,
             "AGENT_LINK_MACHINES_HEARTBEAT_MS": str(heartbeat_ms), "AGENT_LINK_PAIR_RATE": "0", "AGENT_LINK_REPEAT_WINDOW_MS": "0",
             # the test starts and stops the relay (start_relay); a test of autostart turns it on

@@ -41,8 +41,8 @@ def test_mail_to_a_claude_session_on_another_machine_without_a_push_lands_in_its
     write_transcript(claude_dir, session_id)
     target = f"claude:{session_id}"
     # alpha has the Claude plugin (it lists the session); beta has no Claude plugin at all
-    alpha.env.update(AGENT_LINK_LOAD_PLUGINS="presence claude machines listings", CLAUDE_CONFIG_DIR=str(claude_dir))
-    beta.env["AGENT_LINK_LOAD_PLUGINS"] = "presence machines listings"
+    alpha.env.update(AGENT_LINK_LOAD_PLUGINS="presence waits claude machines listings", CLAUDE_CONFIG_DIR=str(claude_dir))
+    beta.env["AGENT_LINK_LOAD_PLUGINS"] = "presence waits machines listings"
     for m in (alpha, beta):
         m.start_relay()
     for m in (alpha, beta):

@@ -53,7 +53,7 @@ class FakeHost:
 
 @pytest.fixture
 def app(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence machines")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence waits machines")
     monkeypatch.setenv("AGENT_LINK_ENGINE_URL", "nats://127.0.0.1:1")  # configured; nothing is contacted
     monkeypatch.setenv("AGENT_LINK_MACHINE", "alpha")
     monkeypatch.setenv("AGENT_LINK_MACHINES_AUTOSTART", "off")  # a send writing the outbox would start a relay
@@ -130,7 +130,7 @@ def roles_app(roles: dict[str, list[str]], here: dict[str, Any] | None = None,
 @pytest.fixture
 def with_roles(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """alpha's settings (no engine is contacted), with the roles plugin loaded."""
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence machines roles")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence waits machines roles")
     monkeypatch.setenv("AGENT_LINK_ENGINE_URL", "nats://127.0.0.1:1")
     monkeypatch.setenv("AGENT_LINK_MACHINE", "alpha")
     monkeypatch.setenv("AGENT_LINK_MACHINES_AUTOSTART", "off")

@@ -349,7 +349,7 @@ def test_not_configured_the_machine_works_alone(tmp_path: Path) -> None:
     from agent_link_core.app import App
 
     async def check() -> None:
-        app = App.create(env={"AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path), "AGENT_LINK_LOAD_PLUGINS": "presence machines",
+        app = App.create(env={"AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path), "AGENT_LINK_LOAD_PLUGINS": "presence waits machines",
                               "AGENT_LINK_ADDRESS": "team:solo"})
         try:
             outcome = await app.send(caller=app.caller(), to="team:other", body="hello")
@@ -625,7 +625,7 @@ async def app_send(m: Machine, sender: str, to: str, body: str) -> Any:
 def test_a_role_held_on_another_machine_reaches_its_holder_there(machines: Callable[..., Machine]) -> None:
     a, b = machines("alpha"), machines("beta")
     for m in (a, b):
-        m.env["AGENT_LINK_LOAD_PLUGINS"] = "presence machines roles"
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "presence waits machines roles"
         (m.state / "roles").mkdir(parents=True, exist_ok=True)
     # the user gave bob the reviewer role on beta (beta's own roles.json), with beta's procedure;
     # alpha happens to keep another text under the same name, which is not the holder's
@@ -684,7 +684,7 @@ def test_direct_mail_to_a_role_holder_follows_the_holders_machines_rules(machine
 
     a, b = machines("alpha"), machines("beta")
     for m, roles, mode in ((a, {"writer": {"address": "team:alice"}}, "off"), (b, {"reviewer": {"address": "team:bob"}}, "enforce")):
-        m.env["AGENT_LINK_LOAD_PLUGINS"] = "presence machines roles"
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "presence waits machines roles"
         m.state.mkdir(parents=True, exist_ok=True)
         (m.state / "roles.json").write_text(json.dumps({"version": 1, "enforcement": mode, "roles": roles}), encoding="utf-8")
     b.cli("inbox", address="team:bob")
@@ -716,7 +716,7 @@ def test_receipts_on_both_machines(machines: Callable[..., Machine]) -> None:
     machine learns the delivery and the resolution from the records that come back."""
     a, b = machines("alpha"), machines("beta")
     for m in (a, b):
-        m.env["AGENT_LINK_LOAD_PLUGINS"] = "presence machines receipts listings"
+        m.env["AGENT_LINK_LOAD_PLUGINS"] = "presence waits machines receipts listings"
     b.cli("inbox", address="team:bob")
     a.cli("inbox", address="team:alice")
     for m in (a, b):

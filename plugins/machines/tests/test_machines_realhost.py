@@ -95,8 +95,8 @@ def alpha_and_beta(machines: Callable[..., Machine]) -> tuple[Machine, Machine]:
     for m in (alpha, beta):
         m.env.update(AGENT_LINK_MACHINES_AUTOSTART="off", AGENT_LINK_CODEX_AUTOSTART="0", AGENT_LINK_DISABLE_PLUGINS="roles receipts",
                      CODEX_HOME=str(m.root / "codex-home"))
-    alpha.env["AGENT_LINK_LOAD_PLUGINS"] = "presence claude codex machines listings"
-    beta.env["AGENT_LINK_LOAD_PLUGINS"] = "presence codex machines listings"
+    alpha.env["AGENT_LINK_LOAD_PLUGINS"] = "presence waits claude codex machines listings"
+    beta.env["AGENT_LINK_LOAD_PLUGINS"] = "presence waits codex machines listings"
     return alpha, beta
 
 

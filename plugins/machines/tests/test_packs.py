@@ -72,7 +72,7 @@ class FakeMsg:
 
 @pytest.fixture
 def app(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[App]:
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence machines")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence waits machines")
     monkeypatch.setenv("AGENT_LINK_ENGINE_URL", "nats://127.0.0.1:1")  # configured; nothing is contacted
     monkeypatch.setenv("AGENT_LINK_MACHINE", "alpha")
     monkeypatch.setenv("AGENT_LINK_MACHINES_AUTOSTART", "off")

@@ -17,7 +17,7 @@ AGENT_LINK = str(Path(sys.executable).with_name("agent-link"))
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENT_LINK_LOAD_PLUGINS": "presence machines"}
+    env = {**os.environ, "AGENT_LINK_LOAD_PLUGINS": "presence waits machines"}
     return subprocess.run([AGENT_LINK, "machines", "permissions", *args], env=env, capture_output=True, text=True, timeout=60)
 
 

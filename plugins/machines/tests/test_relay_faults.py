@@ -67,7 +67,7 @@ def test_a_batch_whose_commit_fails_is_applied_and_logged_once_when_it_comes_aga
     home = tmp_path / "home"
     log_path = tmp_path / "receipts.jsonl"
     base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
-    env = {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "presence machines receipts",
+    env = {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "presence waits machines receipts",
            "AGENT_LINK_MACHINE": "beta", "AGENT_LINK_MACHINES_AUTOSTART": "off", "AGENT_LINK_ENGINE_URL": "nats://127.0.0.1:4222",
            "AGENT_LINK_RECEIPT_LOG": str(log_path)}
     app = App.create(env=env)

@@ -65,7 +65,7 @@ main()
 def test_a_relay_that_cannot_stop_exits_after_its_bound(tmp_path: Path) -> None:
     home = tmp_path / "home"
     base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
-    env = {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "presence machines",
+    env = {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "presence waits machines",
            "AGENT_LINK_MACHINE": "ci", "AGENT_LINK_ENGINE_URL": "nats://ci:pw@127.0.0.1:4222"}  # never reached: run is replaced
     marker = tmp_path / "running"
     proc = subprocess.Popen([sys.executable, "-c", STUBBORN, str(marker)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -41,7 +41,7 @@ def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_LINK_")}
-    return {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "presence machines listings",
+    return {**base, "HOME": str(home), "AGENT_LINK_STATE_DIR": str(home / ".agent-link"), "AGENT_LINK_LOAD_PLUGINS": "presence waits machines listings",
             "AGENT_LINK_MACHINE": "ci", "AGENT_LINK_MACHINES_AUTOSTART": "off", "AGENT_LINK_ENGINE_URL": GOOD, **extra}
 
 
@@ -280,7 +280,7 @@ def test_a_send_under_a_bad_machine_name_warns_in_one_line_and_keeps_the_mail(tm
 def test_a_role_procedure_that_differs_on_another_machine_is_shown(tmp_path: Path) -> None:
     from agent_link_machines.relay import Relay
 
-    app = make_app(tmp_path, AGENT_LINK_LOAD_PLUGINS="presence machines roles")
+    app = make_app(tmp_path, AGENT_LINK_LOAD_PLUGINS="presence waits machines roles")
     try:
         (Path(app.config.state_dir) / "roles").mkdir(parents=True, exist_ok=True)
         (Path(app.config.state_dir) / "roles" / "reviewer.md").write_text("Read the diff, then the tests.", encoding="utf-8")
@@ -299,7 +299,7 @@ def test_a_role_procedure_that_differs_on_another_machine_is_shown(tmp_path: Pat
         assert section["procedureMismatches"] == [{"role": "reviewer", "machine": "beta", "there": {"version": 2, "sha256": "0" * 64},
                                                    "here": {"version": None, "sha256": mine}}], section
         assert ", procedure of reviewer differs on beta (v2 there, v? here)," in section["summary"], section["summary"]
-        status = cli(env_for(tmp_path, AGENT_LINK_LOAD_PLUGINS="presence machines roles"), "machines", "status")
+        status = cli(env_for(tmp_path, AGENT_LINK_LOAD_PLUGINS="presence waits machines roles"), "machines", "status")
         assert "procedure of reviewer differs on beta (v2 there, v? here)" in status.stdout, status.stdout
     finally:
         asyncio.run(app.aclose())

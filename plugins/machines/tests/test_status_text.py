@@ -24,7 +24,7 @@ def test_status_shows_others_text_escaped(isolated_env: Path, monkeypatch: pytes
         "problem": "the relay stopped: engine said \x1b]0;pwned\a\nforged line",
     }
     monkeypatch.setattr(status, "health_section", lambda app: section)
-    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence machines")
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "presence waits machines")
     got = CliRunner().invoke(build_cli(), ["machines", "status"])
     assert got.exit_code == 1, got.output
     lines = got.output.splitlines()

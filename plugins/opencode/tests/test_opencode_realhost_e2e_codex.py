@@ -42,7 +42,7 @@ from agent_link_testing.round_trip import (
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(300)]
 
 WAIT_MS = 30_000
-PLUGINS = "codex opencode"
+PLUGINS = "codex opencode waits"
 
 
 @pytest.fixture

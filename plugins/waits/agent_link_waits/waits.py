@@ -226,8 +226,9 @@ class Waits:
         :data:`~agent_link_core.tools.registry.MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`),
         this plugin's settings."""
         from agent_link_core.tools.registry import MAX_WAIT_PER_CALL_MS
-        return (int(self.config.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
-                int(self.config.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
+        values = self.config.values  # the defaults when this plugin is turned off (a host plugin's wait still runs)
+        return (int(values.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
+                int(values.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))
 
     def _wait_check(self, caller: Caller, target: str, reply_to: str | None, since: int, mark: bool = True) -> dict[str, Any] | None:
         if reply_to:
