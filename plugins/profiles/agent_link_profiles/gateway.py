@@ -34,7 +34,8 @@ async def handle(app: App, arguments: dict[str, Any], call: ToolCall) -> dict[st
     """List the tools left out, describe one, or call one (see the tool's description).
 
     :raises AgentLinkError: ``unknown_tool`` for a name that is not a tool left out;
-        ``invalid_arguments`` for ``arguments`` without ``name``.
+        ``invalid_arguments`` for ``arguments`` without ``name``; the called tool's own error, as this call's (its
+        ``details.tool`` the tool's name; an ``invalid_arguments`` error's paths under ``arguments.``).
     """
     name = arguments.get("name")
     hidden = hidden_tools(app)
@@ -53,7 +54,14 @@ async def handle(app: App, arguments: dict[str, Any], call: ToolCall) -> dict[st
     if "arguments" not in arguments:
         return {"tool": {"name": spec.name, "description": spec.description, "inputSchema": spec.input_schema,
                          "outputSchema": output_schema(spec)}}
-    return {"result": await run_tool(app, spec, arguments["arguments"], call.meta, call.progress)}
+    result = await run_tool(app, spec, arguments["arguments"], call.meta, call.progress)
+    if not result["ok"]:  # the called tool failed: so did this call, or a host would show the failure as a success
+        error = result["error"]
+        details = {**(error.get("details") or {}), "tool": name}
+        if error["code"] == "invalid_arguments":
+            details["errors"] = [{**e, "path": f"arguments.{e['path']}"} for e in details.get("errors", [])]
+        raise AgentLinkError(error["code"], f"{name}: {error['message']}", details, hint=error.get("hint"))
+    return {"result": result}
 
 
 GATEWAY_TOOL = ToolSpec(
@@ -62,7 +70,7 @@ GATEWAY_TOOL = ToolSpec(
     description=(
         "Reach the agent-link tools not in your tool list (the host plugins' session tools, roles, projects, receipts,"
         " search...). No arguments: their names and one-line summaries. {name}: that tool's description and input"
-        " schema. {name, arguments}: call it; `result` is its answer."
+        " schema. {name, arguments}: call it; `result` is its answer, and its error is this call's."
     ),
     input_schema={
         "type": "object",

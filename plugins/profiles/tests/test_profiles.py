@@ -144,7 +144,9 @@ async def test_agent_link_tools_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         nameless = await call_tool(app, "agent_link_tools", arguments={})
         assert nameless["ok"] is False and nameless["error"]["code"] == "invalid_arguments"
         bad = await call_tool(app, "agent_link_tools", name="filehost_sessions", arguments={"includeArchived": "x"})
-        assert bad["ok"] is True and bad["result"]["ok"] is False and bad["result"]["error"]["code"] == "invalid_arguments"
+        assert bad["ok"] is False and bad["error"]["code"] == "invalid_arguments" and "result" not in bad, bad
+        assert bad["error"]["details"]["tool"] == "filehost_sessions" and bad["error"]["message"].startswith("filehost_sessions: ")
+        assert [e["path"] for e in bad["error"]["details"]["errors"]] == ["arguments.includeArchived"]
         wrong = await call_tool(app, "agent_link_tools", name=3)
         assert wrong["ok"] is False and wrong["error"]["code"] == "invalid_arguments"
     finally:
