@@ -113,7 +113,7 @@ class Waits:
         a send whose wait never starts (refused, its push outlasting the call, no session to wait on) lapses after
         :data:`HOLD_MS`: what it held then stays queued for the next read, push or reminder."""
         now = time.monotonic()
-        for stale in [m for m, (_, at) in self.holds.items() if now - at > HOLD_MS / 1000]:
+        for stale in [m for m, (_, at) in self.holds.items() if now - at > HOLD_MS / 1000 or m == message_id]:  # a resend: one note
             end(self.store, self.holds.pop(stale)[0])
         noted = begin(self.store, address, f"reply:{message_id}", lapse_ms=HOLD_MS)
         if noted is not None:

@@ -54,3 +54,11 @@ def test_a_note_no_wait_takes_over_lapses_and_one_a_wait_takes_runs_its_time(app
     assert waits.live_keys(app.store, "team:alice") == {f"reply:{taken}"}
     monkeypatch.setattr(waits, "now_ms", lambda: start + waits.MAX_WAIT_MS + 1)
     assert waits.live_keys(app.store, "team:alice") == set()
+
+
+def test_a_resend_under_the_same_id_keeps_one_note(app: App) -> None:
+    """An idempotent retry of a waitForReply send passes agent_link_before_send again: the note is renewed, not doubled."""
+    here = waits_of(app)
+    here.hold("team:alice", "01J00000000000000000000003")
+    here.hold("team:alice", "01J00000000000000000000003")
+    assert app.store.conn.execute("SELECT COUNT(*) FROM active_waits").fetchone()[0] == 1 and len(here.holds) == 1
