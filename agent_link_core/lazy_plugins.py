@@ -255,26 +255,22 @@ def _made(hook: str, fields: dict[str, Any]) -> Any:
     return HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))})
 
 
-class DeclaredMigration:
+class DeclaredMigration(Struct, frozen=True):
     """A migration as a plugin declares it; its SQL is read from the plugin's code when
     :attr:`sql` is first asked (only for a database that lacks it) through ``sql_of``:
     ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported)."""
 
-    __slots__ = ("owner", "version", "_sql_of")
-
-    def __init__(self, owner: str, version: int, sql_of: Callable[[tuple[str, int]], str | None]) -> None:
-        self.owner, self.version, self._sql_of = owner, version, sql_of
+    owner: str
+    version: int
+    sql_of: Callable[[tuple[str, int]], str | None]
 
     @property
     def sql(self) -> str:
         """The migration's SQL. :raises MigrationUnavailable: the plugin cannot give it (reported)."""
-        found = self._sql_of((self.owner, self.version))
+        found = self.sql_of((self.owner, self.version))
         if found is None:
             raise MigrationUnavailable(f"{self.owner} migration {self.version} cannot be loaded")
         return found
-
-    def __repr__(self) -> str:
-        return f"DeclaredMigration({self.owner!r}, {self.version!r})"
 
 
 class MigrationUnavailable(LookupError):
