@@ -93,10 +93,8 @@ def chosen(env: Mapping[str, str]) -> tuple[set[str], set[str] | None]:
 
 
 def mcp_front(start: bool = False) -> Any:
-    """The MCP start-up front a distribution declares in :data:`FRONT_GROUP` (the first by name;
-    docs/plugins.md, "The MCP start-up front"), loaded once per process, its ``start()`` called
-    on the first call when ``start``. None when none is declared, or it fails to load, lacks a
-    call or fails to start: one stderr line says so, and the server uses the MCP SDK's transport."""
+    """The MCP start-up front of :data:`FRONT_GROUP` (docs/plugins.md, "The MCP start-up front"), loaded once per
+    process, started on the first call when ``start``; None when there is none or it fails (one stderr line says so)."""
     if not _front:
         _front.append(None)
         for ep in sorted(entry_points(FRONT_GROUP), key=lambda ep: ep.name)[:1]:
@@ -116,10 +114,8 @@ def mcp_front(start: bool = False) -> Any:
 
 
 def mcp_start(env: Mapping[str, str] | None = None) -> None:
-    """Call what distributions declare in :data:`START_GROUP` (docs/plugins.md, "The MCP start-up front"), in name
-    order, before :func:`mcp_front`: each entry point names a callable taking no arguments, under its plugin's name,
-    left out when ``AGENT_LINK_DISABLE_PLUGINS`` names it or ``AGENT_LINK_LOAD_PLUGINS`` does not. One that fails to
-    load or raises gets one stderr line; the server starts regardless (the plugin's hooks run there as usual)."""
+    """Call the callables of :data:`START_GROUP` in name order, the plugins :func:`chosen` leaves out of ``env`` skipped
+    (docs/plugins.md, "The MCP start-up front"); one that fails to load or raises gets one stderr line, nothing more."""
     blocked, only = chosen(os.environ if env is None else env)
     for ep in sorted(entry_points(START_GROUP), key=lambda ep: ep.name):
         if ep.name in blocked or (only is not None and ep.name not in only):
