@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,22 +49,9 @@ def run_inline(coro: Coroutine[Any, Any, T]) -> T:
         return stop.value  # type: ignore[no-any-return]
     import asyncio
 
+    from agent_link_core.boundary import stepped
+
     async def rest() -> T:
-        return await _resume(coro, first)  # type: ignore[no-any-return]
+        return await stepped(coro, 0, first)  # type: ignore[no-any-return]
 
     return asyncio.run(rest())
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
-    """Hand a coroutine already suspended on ``pending`` to the running loop, as ``await`` would."""
-    while True:
-        try:
-            try:
-                sent = yield pending
-            except BaseException as exc:  # cancellation, a failed future: the coroutine decides
-                pending = coro.throw(exc)
-            else:
-                pending = coro.send(sent)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]

@@ -1,13 +1,6 @@
-"""The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, inline
-and timed) and :meth:`Boundary.acall` (awaitables, bounded by a deadline).
-
-Any ``BaseException`` a plugin raises, or an answer of the wrong type or size, is its fault,
-recorded as a :class:`Problem`; not a real Ctrl-C (:func:`watch_interrupts`), the cancellation
-of the calling task or a documented refusal (``AgentLinkError`` from :data:`REFUSING_HOOKS`). A
-synchronous call on the main thread outliving ``AGENT_LINK_HOOK_TIMEOUT_MS`` is interrupted by
-SIGALRM (:class:`Overran`) and that hook of that plugin skipped for the rest of the process, and
-for :data:`HUNG_SKIP_S` by the state dir's other processes (:func:`hung_lately`).
-"""
+"""The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, inline and timed) and
+:meth:`Boundary.acall` (awaitables, bounded by a deadline); what is a plugin's fault, and what a hang costs in this
+process and the state dir's others: docs/plugins.md, section 3 ("Any exception is the plugin's", "A hang")."""
 
 from __future__ import annotations
 
@@ -404,9 +397,9 @@ class Boundary:
         watch_interrupts()
 
     def fault(self, plugin: str, hook: str, error: str, *, fix: str = "", disable: bool = False,
-              exc: BaseException | None = None) -> Problem:
+              exc: BaseException | None = None, logged: bool = True) -> Problem:
         """Record a failure of ``plugin`` in ``hook`` and log it (once per kind, then counted);
-        ``disable`` leaves the plugin out for the rest of the process (never the core)."""
+        ``disable`` leaves the plugin out for the rest of the process (never the core); ``logged``: told to :attr:`sink`."""
         if plugin == CORE_PLUGIN:  # the core is never left out: its failure is a bug to report
             disable = False
         call = _CALL.get()
@@ -424,7 +417,7 @@ class Boundary:
             log.warning("agent-link plugin %r failed in %s: %s; it %s. %s", plugin, hook, error, verb, fix)
             if exc is not None:  # for the plugin's author (AGENT_LINK_DEBUG); a user needs the line above
                 log.debug("%s in %s", plugin, hook, exc_info=(type(exc), exc, exc.__traceback__))
-            if self.sink is not None:
+            if self.sink is not None and logged:
                 try:
                     self.sink(problem.to_dict())
                 except Exception:  # a diagnostic that cannot be kept must not become a failure
@@ -445,11 +438,7 @@ class Boundary:
         """Whether ``hook`` of ``plugin`` is skipped now (:attr:`hung`)."""
         if time.monotonic() < self.hung.get((plugin, hook), -math.inf):
             if (error := self._unsaid.pop((plugin, hook), None)) is not None:
-                sink, self.sink = self.sink, None
-                try:
-                    self.fault(plugin, hook, error, fix=HUNG_FIX)
-                finally:
-                    self.sink = sink
+                self.fault(plugin, hook, error, fix=HUNG_FIX, logged=False)  # the problem log has it already
             return True
         self.hung.pop((plugin, hook), None)  # the time another process's hang bought it is over: tried again
         return False
@@ -555,7 +544,7 @@ class Boundary:
         started = time.monotonic()
         try:
             async with asyncio.timeout(bound_s) as scope:
-                result = await _stepped(make(), self.timeout_ms / 1000)
+                result = await stepped(make(), self.timeout_ms / 1000)
         except BaseException as exc:
             if isinstance(exc, TimeoutError) and scope.expired():
                 if on_timeout is not None:
@@ -575,24 +564,29 @@ class Boundary:
         return self._checked(plugin, hook, result, check, default)
 
 
+_STARTED = object()  # no step taken yet
+
+
 @types.coroutine
-def _stepped(awaitable: Awaitable[Any], budget_s: float) -> Generator[Any, Any, Any]:
-    """Drive ``awaitable`` step by step, each synchronous step bounded by ``budget_s``."""
+def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED) -> Generator[Any, Any, Any]:
+    """Drive ``awaitable`` step by step on the running loop, each synchronous step bounded by ``budget_s`` (0: not
+    bounded); ``pending``: what it yielded at a first step its caller took."""
     coro = awaitable.__await__()
     value: Any = None
     error: BaseException | None = None
     while True:
+        if pending is not _STARTED:
+            try:
+                value, error = (yield pending), None
+            except BaseException as exc:  # thrown in by the event loop (a cancellation): passed on
+                value, error = None, exc
         frame = _arm(budget_s)
         try:
-            yielded = coro.send(value) if error is None else coro.throw(error)
+            pending = coro.send(value) if error is None else coro.throw(error)
         except StopIteration as stop:
             return stop.value
         finally:
             _disarm(frame)
-        try:
-            value, error = (yield yielded), None
-        except BaseException as exc:  # thrown in by the event loop (a cancellation): passed on
-            value, error = None, exc
 
 
 def timeout_from_env(env: Mapping[str, str]) -> int:
@@ -633,11 +627,8 @@ def _guarded(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: st
     return guarded
 
 
-# The problem log: plugin problems seen by other agent-link processes. A hook failing inside an MCP
-# server may never run in the process of ``agent-link health``, so each process appends the first
-# occurrence of each runtime problem (with the plugin's version) to ``<state dir>/plugin-problems.json``,
-# and health lists the last day's it did not see itself, of plugins still installed at that version.
-# Best effort: losing an entry only loses a diagnostic.
+# The problem log (docs/plugins.md, section 3): each process appends the first occurrence of each problem, health lists
+# the last day's of other processes. Best effort: losing an entry only loses a diagnostic.
 
 #: where each process appends the problems it saw (in the state dir), the newest :data:`KEEP_PROBLEMS` kept
 PROBLEMS_FILE = "plugin-problems.json"

@@ -1,14 +1,5 @@
-"""One-line hook implementations for what a plugin contributes as fixed records::
-
-    from agent_link_core.contribute import migrations, registers
-
-    agent_link_register_settings = registers(SETTINGS)
-    agent_link_register_tools = registers("agent_link_mine.tools:TOOLS")  # imported when called
-    agent_link_schema = migrations(MIGRATIONS)
-
-Commands and tool handlers are declared by name and imported when first used (docs/plugins.md,
-section 1): a module that cannot be imported breaks only that command or tool.
-"""
+"""One-line hook implementations for what a plugin contributes as fixed records, and commands and tool handlers
+declared by name, imported when first used: docs/plugins.md, "Declare now, import when used"."""
 
 from __future__ import annotations
 

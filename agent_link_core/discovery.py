@@ -1,12 +1,6 @@
 """The ``agent_link`` entry points, read from a small cache instead of scanning every distribution
-(:mod:`importlib.metadata` imports about forty modules: a large share of a short command's CPU).
-
-With :data:`USE_CACHE` on (the console script) a group's entry points are kept in
-``$XDG_CACHE_HOME/agent-link/entry-points/<environment key>.json`` (default ``~/.cache/...``) and
-read while its :func:`fingerprint` holds: installing, upgrading or removing a distribution changes
-a ``sys.path`` directory's mtime. In-process callers (tests, embedding programs) leave it off, so
-what they install is seen at once. Standard modules only: this runs before anything heavy.
-"""
+(:mod:`importlib.metadata` imports about forty modules): docs/plugins.md, section 1. With :data:`USE_CACHE`
+off (in-process callers) every call scans. Standard modules only: this runs before anything heavy."""
 
 from __future__ import annotations
 
@@ -32,6 +26,8 @@ USE_CACHE = False
 FRONT_GROUP = "agent_link_mcp_front"
 #: the entry-point group of what a distribution does when ``agent-link mcp`` starts (:func:`mcp_start`)
 START_GROUP = "agent_link_mcp_start"
+#: hermetic runs (tests): when set, only these plugins load (comma or space separated; empty: none)
+LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
 _front: list[Any] = []  # the front of this process once looked up: [object or None]
 
 
@@ -88,11 +84,17 @@ def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:
     return _scan_and_write(group, path, data)
 
 
+def chosen(env: Mapping[str, str]) -> tuple[set[str], set[str] | None]:
+    """``(names AGENT_LINK_DISABLE_PLUGINS turns off, names AGENT_LINK_LOAD_PLUGINS keeps or None: every plugin)``,
+    each comma or space separated."""
+    listed = env.get(LOAD_ONLY_ENV)
+    return set(env.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split()), (
+        None if listed is None else set(listed.replace(",", " ").split()))
+
+
 def mcp_front(start: bool = False) -> Any:
-    """The MCP start-up front a distribution declares in :data:`FRONT_GROUP` (the first by name;
-    docs/plugins.md, "The MCP start-up front"), loaded once per process, its ``start()`` called
-    on the first call when ``start``. None when none is declared, or it fails to load, lacks a
-    call or fails to start: one stderr line says so, and the server uses the MCP SDK's transport."""
+    """The MCP start-up front of :data:`FRONT_GROUP` (docs/plugins.md, "The MCP start-up front"), loaded once per
+    process, started on the first call when ``start``; None when there is none or it fails (one stderr line says so)."""
     if not _front:
         _front.append(None)
         for ep in sorted(entry_points(FRONT_GROUP), key=lambda ep: ep.name)[:1]:
@@ -112,15 +114,11 @@ def mcp_front(start: bool = False) -> Any:
 
 
 def mcp_start(env: Mapping[str, str] | None = None) -> None:
-    """Call what distributions declare in :data:`START_GROUP` (docs/plugins.md, "The MCP start-up front"), in name
-    order, before :func:`mcp_front`: each entry point names a callable taking no arguments, under its plugin's name,
-    left out when ``AGENT_LINK_DISABLE_PLUGINS`` names it or ``AGENT_LINK_LOAD_PLUGINS`` does not. One that fails to
-    load or raises gets one stderr line; the server starts regardless (the plugin's hooks run there as usual)."""
-    env = os.environ if env is None else env
-    blocked = set(env.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split())
-    only = env.get("AGENT_LINK_LOAD_PLUGINS")
+    """Call the callables of :data:`START_GROUP` in name order, the plugins :func:`chosen` leaves out of ``env`` skipped
+    (docs/plugins.md, "The MCP start-up front"); one that fails to load or raises gets one stderr line, nothing more."""
+    blocked, only = chosen(os.environ if env is None else env)
     for ep in sorted(entry_points(START_GROUP), key=lambda ep: ep.name):
-        if ep.name in blocked or (only is not None and ep.name not in only.replace(",", " ").split()):
+        if ep.name in blocked or (only is not None and ep.name not in only):
             continue
         try:
             ep.load()()

@@ -1,8 +1,6 @@
-"""Standard-library stand-ins that keep a short command (``hook``, ``send``, ``inbox``) cheap: a
-logger importing :mod:`logging` when used, records without :mod:`dataclasses` (which imports
-:mod:`inspect`), and hook markers and tables read without pluggy (the markers set exactly the
-attributes pluggy's set: docs/plugins.md, "Declare now, import when used").
-"""
+"""Standard-library stand-ins that keep a short command cheap: a logger importing :mod:`logging` when used, records
+without :mod:`dataclasses` (it imports :mod:`inspect`), hook markers setting exactly pluggy's attributes and hook tables
+read without pluggy (docs/plugins.md, "Declare now, import when used")."""
 
 from __future__ import annotations
 

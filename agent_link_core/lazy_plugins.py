@@ -1,10 +1,5 @@
-"""The plugins of every process, the one way hooks are called: :class:`Declared` takes a plugin
-by its declared hook tables (docs/plugins.md, "Which hooks the entry module implements") and
-imports it when a call first needs a hook it declares, or imported at once; it checks its
-implementations as pluggy's registration does (no wrappers) and gives them in pluggy's order, each
-guarded (:mod:`agent_link_core.boundary`). Settings, harnesses and migrations declared as data
-answer their hooks unimported (:func:`declared_impl`); migration SQL loads when applied.
-"""
+"""The plugins of every process, the one way hooks are called: :class:`Declared` (docs/plugins.md, "Which hooks the
+entry module implements" and "Settings, migrations and harnesses as data")."""
 
 from __future__ import annotations
 
@@ -12,7 +7,8 @@ import functools
 import importlib
 
 from agent_link_core import hookspecs, lazy
-from agent_link_core.boundary import Boundary, _guarded, check_migrations
+from agent_link_core.boundary import CORE_PLUGIN, Boundary, _guarded, check_migrations
+from agent_link_core.lazy import Struct, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,17 +35,16 @@ def firstresult() -> frozenset[str]:
     return frozenset(name for name, (_, first) in _specs().items() if first)
 
 
-class Impl:
+class Impl(Struct):
     """One hook implementation of a plugin: its guarded ``function``, called with the ``argnames`` it takes."""
 
-    __slots__ = ("plugin_name", "function", "argnames", "opts")
+    plugin_name: str
+    function: Callable[..., Any]
+    argnames: tuple[str, ...]
+    opts: dict[str, Any]
 
-    def __init__(self, plugin_name: str, function: Callable[..., Any], argnames: tuple[str, ...],
-                 opts: dict[str, Any]) -> None:
-        self.plugin_name, self.function, self.argnames, self.opts = plugin_name, function, argnames, opts
 
-
-class Entry:
+class Entry(Struct):
     """One plugin of :class:`Declared`: ``hooks`` it implements (as declared, then as found once
     imported; None: not known yet), ``impls`` (``{hook: (function, options)}`` once imported),
     ``records`` (``{hook: declared records}`` answering it unimported).
@@ -58,14 +53,13 @@ class Entry:
     :param package: its top-level package's name (which plugin a module belongs to).
     """
 
-    __slots__ = ("name", "load", "package", "hooks", "module", "impls", "records")
-
-    def __init__(self, name: str, load: Callable[[], Any] | None, package: str) -> None:
-        self.name, self.load, self.package = name, load, package
-        self.hooks: frozenset[str] | None = None
-        self.module: Any = None
-        self.impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
-        self.records: dict[str, Any] = {}
+    name: str
+    load: Callable[[], Any] | None
+    package: str
+    hooks: frozenset[str] | None = None
+    module: Any = None
+    impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = field(default_factory=dict)
+    records: dict[str, Any] = field(default_factory=dict)
 
 
 class Declared:
@@ -84,17 +78,16 @@ class Declared:
         module = module.strip()
         hooks, records = (None, {}) if colon or not declared else self.boundary.call(
             ep.name, "load", package_declarations, module, default=(None, {}), disable=True, prefix="import failed: ")
-        entry = Entry(ep.name, ep.load, module.partition(".")[0])
-        entry.records, entry.hooks = (records if hooks is not None else {}), hooks
+        entry = Entry(ep.name, ep.load, module.partition(".")[0], hooks, records=records if hooks is not None else {})
         if ep.name in self.boundary.disabled or (hooks is None and not self.load(entry)):
             return False
         self.entries.append(entry)
         return True
 
     def add_object(self, name: str, plugin: Any) -> bool:
-        """Take ``plugin`` (a module or object given in code) as ``name``; False when it is left out
-        (a name or a plugin taken already: reported, and the name left out)."""
-        if name in self.blocked or name in self.boundary.disabled:
+        """Take ``plugin`` (a module or object given in code; the core's own, never blocked) as ``name``; False when it
+        is left out (a name or a plugin taken already: reported, and the name left out)."""
+        if (name in self.blocked and name != CORE_PLUGIN) or name in self.boundary.disabled:
             return False
         if any(e.name == name or e.module is plugin for e in self.entries):
             self.boundary.fault(name, "load", f"{REGISTRATION_FAILED}a plugin of this name, or this plugin, is registered already",
@@ -119,12 +112,6 @@ class Declared:
         """Drop every plugin but ``names``."""
         self.entries = [e for e in self.entries if e.name in names]
         self._cache.clear()
-
-    def add_module(self, modname: str) -> None:
-        """Take the core's own plugin module ``modname`` (imported now)."""
-        core = Entry(modname, None, modname.partition(".")[0])
-        self._checked(core, importlib.import_module(modname))
-        self.entries.append(core)
 
     def load(self, entry: Entry) -> bool:
         """Import ``entry``'s module (guarded) and check its implementations; False when it is left out."""
@@ -192,9 +179,8 @@ class Declared:
                 function, opts = entry.impls[hook]
             if entry.name in self.boundary.disabled:
                 continue
-            impl = Impl(entry.name, function, lazy.argnames(function) or (), opts)
-            impl.function = _guarded(self.boundary, function, entry.name, hook, check)
-            _place(methods, impl)
+            _place(methods, Impl(entry.name, _guarded(self.boundary, function, entry.name, hook, check),
+                                 lazy.argnames(function) or (), opts))
         self._cache[hook] = methods[::-1]
         return self._cache[hook]
 
@@ -269,26 +255,22 @@ def _made(hook: str, fields: dict[str, Any]) -> Any:
     return HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))})
 
 
-class DeclaredMigration:
+class DeclaredMigration(Struct, frozen=True):
     """A migration as a plugin declares it; its SQL is read from the plugin's code when
     :attr:`sql` is first asked (only for a database that lacks it) through ``sql_of``:
     ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported)."""
 
-    __slots__ = ("owner", "version", "_sql_of")
-
-    def __init__(self, owner: str, version: int, sql_of: Callable[[tuple[str, int]], str | None]) -> None:
-        self.owner, self.version, self._sql_of = owner, version, sql_of
+    owner: str
+    version: int
+    sql_of: Callable[[tuple[str, int]], str | None]
 
     @property
     def sql(self) -> str:
         """The migration's SQL. :raises MigrationUnavailable: the plugin cannot give it (reported)."""
-        found = self._sql_of((self.owner, self.version))
+        found = self.sql_of((self.owner, self.version))
         if found is None:
             raise MigrationUnavailable(f"{self.owner} migration {self.version} cannot be loaded")
         return found
-
-    def __repr__(self) -> str:
-        return f"DeclaredMigration({self.owner!r}, {self.version!r})"
 
 
 class MigrationUnavailable(LookupError):

@@ -1,15 +1,10 @@
-"""Plugin loading and :class:`Hooks`, the typed facade over agent-link's hooks.
-
-Load order: the entry points of the ``agent_link`` group not blocked by
-``AGENT_LINK_DISABLE_PLUGINS``, then the core's default plugins. A plugin that fails to import
-or register is reported and left out, never fatal; every implementation is called through
-:mod:`agent_link_core.boundary`, in pluggy's order, by :class:`~agent_link_core.lazy_plugins.Declared`
-(hooks are marked and specified as pluggy's markers do; pluggy itself is not imported). With
-``declared=True`` (the CLI) a plugin is imported when a call needs a hook it declares.
-"""
+"""Plugin loading and :class:`Hooks`, the typed facade over agent-link's hooks (docs/plugins.md, sections 1-3): the
+entry points of the ``agent_link`` group, then the core's default plugins, each implementation called through
+:mod:`agent_link_core.boundary` in pluggy's order by :class:`~agent_link_core.lazy_plugins.Declared` (no pluggy import)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Mapping
@@ -38,9 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
 log = LazyLogger(__name__)
 
 ENTRY_POINT_GROUP = "agent_link"
-#: Hermetic runs (tests): when set, only these entry points load (comma or space separated;
-#: empty = none). Unset = every installed plugin.
-LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
 
 
 class PluginReport:
@@ -75,11 +67,6 @@ class PluginReport:
                 "versions": {name: dist.version for name, dist in self.dists.items()}, "problems": self.problems()}
 
 
-def disabled_plugin_names(env: Mapping[str, str]) -> set[str]:
-    """Names listed in ``AGENT_LINK_DISABLE_PLUGINS`` (comma or space separated)."""
-    return set(env.get("AGENT_LINK_DISABLE_PLUGINS", "").replace(",", " ").split())
-
-
 def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
                declared: bool = False) -> Hooks:
     """The plugins of ``env`` as given (default: the process's; no settings file read) in load
@@ -93,8 +80,7 @@ def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, .
     env = os.environ if env is None else env
     boundary = Boundary(timeout_from_env(env))
     report = PluginReport(boundary)
-    blocked, listed = disabled_plugin_names(env), env.get(LOAD_ONLY_ENV)
-    only = None if listed is None else set(listed.replace(",", " ").split())  # None: every plugin
+    blocked, only = discovery.chosen(env)
     report.blocked.extend(sorted(blocked))
     plugins = Declared(boundary, list(report.blocked))
     hooks = Hooks(plugins, report)  # told of each plugin left out while loading
@@ -107,7 +93,7 @@ def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, .
             report.loaded.append(ep.name)
             if ep.dist is not None:  # its version is read from its metadata when a report shows it
                 report.dists[ep.name] = ep.dist
-    plugins.add_module(CORE_PLUGIN)
+    plugins.add_object(CORE_PLUGIN, importlib.import_module(CORE_PLUGIN))
     for item in extra_plugins:
         name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
         if plugins.add_object(name, plugin):

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import lazy, lazy_plugins, plugins
+from agent_link_core import discovery, lazy, lazy_plugins, plugins
 from agent_link_testing.dists import install_dist
 
 _serial = itertools.count()
@@ -36,7 +36,7 @@ _serial = itertools.count()
 @pytest.mark.installed_plugins
 def test_every_installed_plugin_declares_exactly_the_hooks_it_implements() -> None:
     """The registration of each entry module is the truth the declaration must match."""
-    view = plugins.plugins_of({k: v for k, v in os.environ.items() if k != plugins.LOAD_ONLY_ENV}).hook_view()
+    view = plugins.plugins_of({k: v for k, v in os.environ.items() if k != discovery.LOAD_ONLY_ENV}).hook_view()
     checked = []
     for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
         module = ep.value.partition(":")[0].strip()
@@ -136,7 +136,7 @@ def make_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str
 
 
 def env_for(*names: str) -> dict[str, str]:
-    return {**os.environ, plugins.LOAD_ONLY_ENV: ",".join(names)}
+    return {**os.environ, discovery.LOAD_ONLY_ENV: ",".join(names)}
 
 
 OBSERVER = '''
@@ -297,7 +297,7 @@ print(json.dumps({"pluggy": "pluggy" in sys.modules, "projects": "agent_link_pro
 def test_the_hooks_a_cli_command_calls_import_no_pluggy(tmp_path: Path) -> None:
     """Every installed plugin: the hooks opening an App calls (settings, migrations,
     harnesses) run without pluggy and, all declared as data, import no plugin's entry module."""
-    env = {k: v for k, v in os.environ.items() if k != plugins.LOAD_ONLY_ENV}
+    env = {k: v for k, v in os.environ.items() if k != discovery.LOAD_ONLY_ENV}
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     seen: dict[str, Any] = json.loads(done.stdout)

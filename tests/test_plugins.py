@@ -9,7 +9,8 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.harness import Harness
-from agent_link_core.plugins import disabled_plugin_names, plugins_of
+from agent_link_core.discovery import chosen
+from agent_link_core.plugins import plugins_of
 from agent_link_core.tools.core_tools import CORE_TOOLS
 
 
@@ -37,7 +38,8 @@ def test_a_test_loads_only_the_installed_plugins_it_names() -> None:
 
 
 def test_disabled_names_parse_commas_and_spaces() -> None:
-    assert disabled_plugin_names({"AGENT_LINK_DISABLE_PLUGINS": " a,b  c ,"}) == {"a", "b", "c"}
+    assert chosen({"AGENT_LINK_DISABLE_PLUGINS": " a,b  c ,"}) == ({"a", "b", "c"}, None)
+    assert chosen({"AGENT_LINK_LOAD_PLUGINS": "x, y"}) == (set(), {"x", "y"})
 
 
 @pytest.mark.installed_plugins
