@@ -1,8 +1,5 @@
-"""``AGENT_LINK_*`` settings: declaration, legacy aliases, parsing and the health report.
-
-The core declares its own settings here, plugins theirs through ``agent_link_register_settings`` (aliases: the original tools'
-names for them); all are parsed by the rules of docs/behaviour.md §23. A refused value is an error, never replaced by its
-default: the person would believe their setting is in effect. Light standard modules only: the hook fast path uses it.
+"""``AGENT_LINK_*`` settings (the core's, and plugins' from ``agent_link_register_settings``), parsed by docs/behaviour.md §23:
+a refused value is an error, never its default. Light standard modules only: the hook fast path uses it.
 """
 
 from __future__ import annotations

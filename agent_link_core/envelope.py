@@ -1,11 +1,5 @@
-"""The ``<agent-link-message>`` envelope and the hook notices.
-
-Every peer message reaches a model only through this module: the envelope wraps it, marks it as another agent's words
-(never the user's) and escapes everything a peer controls so it cannot close the envelope, forge attributes or hide
-instructions in invisible characters. Layout, field validation and the escaping steps follow the reference
-(docs/behaviour.md §10, hook notices §11); every sentence a model reads is our own wording.
-
-Stdlib only: the hook fast path imports this module on every prompt.
+"""The ``<agent-link-message>`` envelope every peer message reaches a model in, and the hook notices (docs/behaviour.md
+§10, §11). Stdlib only: the hook fast path imports this module on every prompt.
 """
 
 from __future__ import annotations
@@ -141,14 +135,8 @@ def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
     :param cap: the most characters of escaped text kept (default 131072). Notes are appended after the cap, so the
         result is at most ``cap`` plus about 150 characters.
     :returns: text holding no ``<``, ``>``, bare ``&``, CR, NUL, control (other than TAB and LF), format, bidi or other
-        invisible character, so it can never close an element.
-
-    Steps: (1) text over ``MAX_BODY_BYTES`` (65536) UTF-8 bytes is cut at that many bytes, a character split by the cut
-    is dropped and a note with the original size in bytes is appended; (2) CRLF and lone CR become LF; (3) NUL is
-    deleted; (4) controls become the literal ``\\u{XX}`` and format/invisible characters ``&#xHHHH;`` (uppercase hex),
-    and in a run of more than ``INVISIBLE_RUN_CAP`` (16) of them only the first 16 are shown, followed by ``[+N more
-    invisible characters]``; (5) ``&``, ``<`` and ``>`` become entities; (6) the escaped text is cut to ``cap``
-    characters without splitting an entity, reference or marker, and a note with the full escaped length in characters is appended.
+        invisible character, so it can never close an element. Text over ``MAX_BODY_BYTES`` UTF-8 bytes is cut first,
+        and each cut appends a note with the original size.
 
     :raises TypeError: if ``text`` is not a ``str``.
     :raises ValueError: if ``cap`` is negative.
@@ -323,10 +311,8 @@ def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str
 def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply_text: str | None = None) -> str:
     """Render one peer message as an ``<agent-link-message>`` envelope (docs/behaviour.md §10).
 
-    :param msg: the message, every field validated here (docs/behaviour.md §10, item 2): ``from``/``to`` show a valid
-        address, ``external`` or ``invalid``; ``id``/``inReplyTo`` a ULID or ``invalid``; ``fromVerified`` is ``true`` only
-        for a verified sender with a valid address; times go through :func:`iso_ms` (``invalid`` if unformattable);
-        ``via`` and ``procedure`` are dropped unless well formed; the body goes through :func:`escape_text`.
+    :param msg: the message, every field validated here (docs/behaviour.md §10, item 2; ``via`` and ``procedure`` are
+        dropped unless well formed; ``fromVerified`` is ``true`` only for a verified sender with a valid address).
     :param elements: extra elements from :func:`render_element` (overrides, fork, procedure), each put on its own line
         between the notice and the body.
     :param reply_text: a fixed instruction replacing the anticipation's ``<reply>`` line, for text that is not mail to

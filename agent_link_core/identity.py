@@ -1,16 +1,5 @@
-"""The one rule for ``fromVerified``: the host proved that the caller belongs to its session.
-
-A name (a variable the host sets, a session id in ``_meta``, a session file) is never proof: any process of the user can
-forge it. A message is signed ``fromVerified="true"`` only when both hold:
-
-* **the host proved it**: the harness checked the host's own records and put what ties the calling process to the
-  session in :attr:`~agent_link_core.model.Caller.evidence` (the process is, or descends from, the host program those
-  records name as running the session; see plugins/hostkit/README.md);
-* **the session exists** in that host (:meth:`~agent_link_core.harness.Harness.get_session`).
-
-Otherwise it is stored unverified, and the send warns ``sender_unverified`` (``details.reason``: ``not_proven`` or
-``no_such_session``). ``--from``, a harness's sender options and ``AGENT_LINK_ADDRESS`` are never verified. Not proved:
-which of several sessions one host process runs, nor anything against a same-user process that controls the host process.
+"""The one rule for ``fromVerified`` (README.md, "Trust"): the harness proved the caller belongs to its session
+(:attr:`~agent_link_core.model.Caller.evidence`; a name alone never is) and the session exists in that host.
 """
 
 from __future__ import annotations

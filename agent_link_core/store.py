@@ -1,18 +1,6 @@
-"""The SQLite state database: connection, permissions, transactions, migrations.
-
-One file (``<state dir>/agent-link.db`` unless ``AGENT_LINK_MAILBOX_PATH`` names another; dir 0700, file 0600)
-shared by every agent-link process in WAL mode; every change is one short ``BEGIN IMMEDIATE`` transaction,
-exactly-once side effects are UNIQUE constraints. Schema changes are :class:`Migration` records from
-``agent_link_schema`` (the core's too), each ``(owner, version)`` applied once, in order (``schema_migrations``).
-
-So that nothing acknowledged is lost, writes are refused with ``state_io_error`` (docs/storage.md, "The
-database file") for a file deleted or replaced under running processes (reason ``replaced``; what can still be
-read is saved to ``<db>.rescued-<inode>``), corruption SQLite reports (``corrupt``, recorded in ``<db>.damaged``;
-reads go on), a path holding something else (``not_agent_link``) and a WAL left by a database moved while open
-(``orphan_wal``); a lock held past the busy timeout is ``state_busy``. A WAL above :data:`WAL_LIMIT_BYTES` is
-checkpointed after a write; every commit wakes the processes waiting on the database (:mod:`agent_link_core.wake`).
-
-Only light standard modules are imported: the hook fast path uses this module.
+"""The SQLite state database shared by every process in WAL mode: connection, permissions, one short ``BEGIN IMMEDIATE``
+transaction per change, :class:`Migration` records applied once each, and the refusals that keep acknowledged mail
+(docs/storage.md, "The database file" and "WAL size"). Light standard modules only: the hook fast path uses it.
 """
 
 from __future__ import annotations
@@ -211,14 +199,6 @@ def corrupt_error(path: str, found: str) -> AgentLinkError:
                      "Stop every agent-link process (close the agent sessions and hosts using it), then rebuild it with the "
                      f"sqlite3 shell: sqlite3 '{path}' .recover | sqlite3 '{path}.recovered' && mv '{path}' '{path}.damaged-copy' "
                      f"&& mv '{path}.recovered' '{path}'; start the sessions again.")
-
-
-def integrity(conn: sqlite3.Connection) -> str:
-    """SQLite's ``quick_check`` verdict: ``ok``, or its first complaint."""
-    try:
-        return str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
-    except sqlite3.DatabaseError as exc:
-        return str(exc)
 
 
 def not_ours_error(path: str, why: str) -> AgentLinkError:
@@ -451,15 +431,10 @@ class Store:
             return None  # left by a database that has since been rebuilt
         return corrupt_error(self.path, str(found.get("reason") or "recorded by another process"))
 
-    def mark_damaged(self, reason: str) -> None:
-        """Record that SQLite found this database damaged, so every process stops writing."""
-        if self.identity is not None:
-            record_damage(self.path, self.identity, reason)
-
     def failure(self, exc: sqlite3.Error | OSError) -> AgentLinkError:
-        """:func:`database_error` for ``exc``; corruption is also recorded (:meth:`mark_damaged`)."""
-        if isinstance(exc, sqlite3.Error) and is_corruption(exc):
-            self.mark_damaged(str(exc))
+        """:func:`database_error` for ``exc``; corruption is also recorded (:func:`record_damage`), so every process stops writing."""
+        if isinstance(exc, sqlite3.Error) and is_corruption(exc) and self.identity is not None:
+            record_damage(self.path, self.identity, str(exc))
         return database_error(self.path, exc, self.busy_timeout_ms)
 
     #: why a store opened read-only refuses writes (set by the App), said instead of SQLite's words
@@ -475,9 +450,12 @@ class Store:
         """The database part of health: ``ok``, ``integrity`` (quick_check; a failure is recorded as damage), ``walBytes``,
         ``walLimitBytes``, and when not ok ``problem`` (the refusal's ``{code, message, details, hint}``)."""
         problem = self.replaced()
-        verdict = integrity(self.conn)
-        if problem is None and verdict != "ok":
-            self.mark_damaged(verdict)
+        try:  # SQLite's verdict: ok, or its first complaint
+            verdict = str(self.conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            verdict = str(exc)
+        if problem is None and verdict != "ok" and self.identity is not None:
+            record_damage(self.path, self.identity, verdict)
         problem = problem or self.damage()
         out: dict[str, Any] = {"ok": problem is None, "integrity": verdict, "walBytes": self.wal_bytes(), "walLimitBytes": self.wal_limit_bytes}
         if problem is not None:
