@@ -285,8 +285,6 @@ class Mailbox(MailFollowUp):
         # (id, row) of the message being stored while its ``sent`` observers run (they read it)
         self._storing: tuple[str, sqlite3.Row] | None = None
 
-    # -- reading ---------------------------------------------------------------------
-
     def visible_to(self, address: str | None, *, all_mail: bool = False) -> Visibility:
         """The :class:`Visibility` of an agent reading the mailbox as ``address`` (None or a malformed address sees nothing).
 
@@ -591,8 +589,6 @@ class Mailbox(MailFollowUp):
             if not retry_unindexed or not is_corruption(exc):
                 raise
             return conn.execute(sql.format("NOT INDEXED"), params).fetchall()
-
-    # -- writing ---------------------------------------------------------------------
 
     def store_message(self, msg: OutgoingMessage, result: dict[str, Any] | None = None,
                       guard: Callable[[], str | None] | None = None) -> tuple[sqlite3.Row, bool]:

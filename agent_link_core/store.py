@@ -259,8 +259,6 @@ class Store:
             self.conn.execute(f"PRAGMA journal_size_limit = {self.wal_limit_bytes}")
             self.migrate(migrations)
 
-    # -- opening -----------------------------------------------------------------------
-
     def _create(self) -> None:
         """Create the database under a temporary name, then link it into place: no process ever sees an empty or half-made file at the path."""
         for leftover in (self.path + "-wal", self.path + "-shm"):
@@ -370,8 +368,6 @@ class Store:
                 self.replaced()
         self.conn.close()
 
-    # -- guarding writes ---------------------------------------------------------------
-
     @property
     def damage_marker(self) -> str:
         """The file recording that SQLite found this database damaged."""
@@ -469,12 +465,6 @@ class Store:
         except OSError:
             return 0
 
-    def _bound_wal(self) -> None:
-        if self.wal_bytes() > self.wal_limit_bytes:
-            # TRUNCATE waits (busy timeout) for readers to leave old snapshots, then empties the WAL.
-            with contextlib.suppress(sqlite3.OperationalError):
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-
     @contextlib.contextmanager
     def write(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
         """One short write transaction (``BEGIN IMMEDIATE``), rolled back on any error; inside another write of this connection, a
@@ -513,8 +503,7 @@ class Store:
         try:
             yield self.conn
             self.conn.execute("COMMIT")
-            # Replaced while we wrote: the change went to the old file (rescued beside the
-            # path), so it is not acknowledged.
+            # replaced while we wrote: the change went to the old file (rescued beside the path), so it is not acknowledged
             self.check_writable()
         except BaseException as exc:
             if self.conn.in_transaction:
@@ -523,7 +512,10 @@ class Store:
                 raise self.failure(exc) from exc
             raise
         wake.notify(self.path)  # waiters in other processes re-read now, not at their next poll
-        self._bound_wal()
+        if self.wal_bytes() > self.wal_limit_bytes:
+            # TRUNCATE waits (busy timeout) for readers to leave old snapshots, then empties the WAL.
+            with contextlib.suppress(sqlite3.OperationalError):
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def applied(self) -> set[tuple[str, int]]:
         """``(owner, version)`` of every migration this database has (a cheap read)."""
