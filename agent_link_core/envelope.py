@@ -129,14 +129,14 @@ def _escape_pieces(text: str) -> list[tuple[str, bool]]:
 
 
 def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
-    """Escape element text (a message body, procedure text) per docs/behaviour.md §10.3 steps 1–6.
+    """Escape element text (a message body, procedure text) per docs/behaviour.md §10.3.
 
     :param text: the raw text; lone surrogates are replaced first (see :func:`sanitize_text`).
     :param cap: the most characters of escaped text kept (default 131072). Notes are appended after the cap, so the
         result is at most ``cap`` plus about 150 characters.
     :returns: text holding no ``<``, ``>``, bare ``&``, CR, NUL, control (other than TAB and LF), format, bidi or other
-        invisible character, so it can never close an element. Text over ``MAX_BODY_BYTES`` UTF-8 bytes is cut first,
-        and each cut appends a note with the original size.
+        invisible character, so it can never close an element. Each cut (to ``MAX_BODY_BYTES`` UTF-8 bytes first, then
+        to ``cap``) appends a note saying how long the text was.
 
     :raises TypeError: if ``text`` is not a ``str``.
     :raises ValueError: if ``cap`` is negative.
@@ -178,9 +178,8 @@ def escape_attr(value: str) -> str:
     """Escape one attribute value per docs/behaviour.md §10.3 step 7.
 
     :param value: the raw value; lone surrogates are replaced first.
-    :returns: the value for use inside double quotes: more than ``MAX_ATTR_CODEPOINTS`` (256) code points are cut to 255
-        plus ``…``; then steps 2–5 of :func:`escape_text` apply; then ``"`` → ``&quot;``, ``'`` → ``&#39;``, LF →
-        ``&#10;``, TAB → ``&#9;``. The result holds no quote, angle bracket, raw LF/TAB/CR or invisible character.
+    :returns: the value for use inside double quotes (at most ``MAX_ATTR_CODEPOINTS`` code points before escaping): no quote,
+        angle bracket, raw LF/TAB/CR or invisible character.
     :raises TypeError: if ``value`` is not a ``str``.
     """
     if isinstance(value, str) and len(value) <= MAX_ATTR_CODEPOINTS and _compiled(_UNCHANGED_ATTR_RE).fullmatch(value):
@@ -194,23 +193,6 @@ def escape_attr(value: str) -> str:
 def _check_name(name: object, what: str) -> None:
     if not isinstance(name, str) or not _compiled(_NAME_RE).fullmatch(name):
         raise ValueError(f"{what} name {name!r} must match ^{_NAME_RE}$")
-
-
-def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
-    """Attributes as `` key="escaped value"`` (a None value is left out)."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for key, value in attrs:
-        _check_name(key, "attribute")
-        if key in seen:
-            raise ValueError(f"duplicate attribute {key!r}")
-        seen.add(key)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise TypeError(f"attribute {key!r} value must be str or None, not {type(value).__name__}")
-        parts.append(f' {key}="{escape_attr(value)}"')
-    return "".join(parts)
 
 
 def render_element(name: str, attrs: Sequence[tuple[str, str | None]], text: str | None = None) -> str:
@@ -228,7 +210,17 @@ def render_element(name: str, attrs: Sequence[tuple[str, str | None]], text: str
     _check_name(name, "element")
     if name in _RESERVED_NAMES:
         raise ValueError(f"element name {name!r} is reserved for the envelope")
-    head = f"<{name}{_attrs(attrs)}"
+    head, seen = f"<{name}", set()
+    for key, value in attrs:
+        _check_name(key, "attribute")
+        if key in seen:
+            raise ValueError(f"duplicate attribute {key!r}")
+        seen.add(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise TypeError(f"attribute {key!r} value must be str or None, not {type(value).__name__}")
+        head += f' {key}="{escape_attr(value)}"'
     if text is None:
         return head + " />"
     return f"{head}>{escape_text(text)}</{name}>"
@@ -439,9 +431,7 @@ def pending_notice(count: int, senders: Sequence[str]) -> str:
     """The hook notice for waiting peer messages (docs/behaviour.md §11); never includes a body.
 
     :param count: number of waiting messages (≥ 0).
-    :param senders: sender addresses; each shows as itself only if it is a valid address
-        (``external`` stays ``external``, anything else shows as ``invalid``), duplicates are
-        dropped, at most 3 are listed and the rest are summarised as ``(+k more)``.
+    :param senders: sender addresses, shown as the envelope shows them (``external`` or ``invalid`` unless valid), each once.
     :raises TypeError: if ``count`` is not an ``int``.
     :raises ValueError: if ``count`` is negative.
     """
@@ -453,9 +443,7 @@ def pending_notice(count: int, senders: Sequence[str]) -> str:
 
 
 def reminder_notice(count: int, senders: Sequence[str], reminder_number: int, limit: int) -> str:
-    """The reminder for unresolved peer messages (docs/behaviour.md §11); never includes a body.
-
-    Also used as the text of a blocking stop nudge and of a reminder pushed by a harness.
+    """The reminder for unresolved peer messages, also a blocking stop nudge's text (docs/behaviour.md §11); never includes a body.
 
     :param count: number of messages still needing a resolution (≥ 0).
     :param senders: as for :func:`pending_notice`.

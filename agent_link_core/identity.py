@@ -112,10 +112,8 @@ def reads_own_mail(app: App, address: str) -> bool:
 
 
 async def prove_reader(app: App, address: str) -> None:
-    """Refuse to read the mail of ``address`` for a process not proved to be it: a reader sees what it sent or received,
-    so who it is must hold up as a signature does. Allowed: with ``AGENT_LINK_INSPECT_ALL``; when ``AGENT_LINK_ADDRESS``
-    names ``address`` (the user's own choice); when the runtime names ``address`` as a host's session and
-    :func:`prove_sender` proves it.
+    """Refuse to read the mail of ``address`` for a process not proved to be it (docs/storage.md, "Who sees what"): allowed
+    with ``AGENT_LINK_INSPECT_ALL``, when ``AGENT_LINK_ADDRESS`` names it, or when :func:`prove_sender` proves the runtime's.
 
     :param app: the running application.
     :param address: the address the command reads as (already checked to be well formed).
