@@ -1,12 +1,6 @@
-"""Address and id syntax.
-
-An address is ``<scheme>:<id>``: the scheme names a harness (registered by a plugin) or ``role``; with no harness plugin
-any well-formed address can still receive mail. ``external`` stands for a sender with no runtime identity, ``invalid``
-for one that failed validation (never delivered to, never verified). Message ids are ULIDs.
-
-The checks are string operations, not regular expressions: the hook fast path runs them on every prompt, and importing
-:mod:`re` (with :mod:`enum`) costs about half of a bare interpreter start. The patterns (``HARNESS_RE`` ...) stay
-available to schemas and plugins, compiled on first access; ``tests/test_addresses.py`` checks each function against them.
+"""Address (``<scheme>:<id>``, docs/behaviour.md §2) and message id (ULID) syntax, checked by string operations: the hook
+fast path runs them on every prompt, and importing :mod:`re` costs half an interpreter start. The patterns (``HARNESS_RE``
+...) are compiled on first access; ``tests/test_addresses.py`` checks each function against them.
 """
 
 TYPE_CHECKING = False  # keep typing out of the fast path

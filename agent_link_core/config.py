@@ -1,8 +1,5 @@
-"""``AGENT_LINK_*`` settings: declaration, legacy aliases, parsing and the health report.
-
-The core declares its own settings here, plugins theirs through ``agent_link_register_settings`` (aliases: the original tools'
-names for them); all are parsed by the rules of docs/behaviour.md §23. A refused value is an error, never replaced by its
-default: the person would believe their setting is in effect. Light standard modules only: the hook fast path uses it.
+"""``AGENT_LINK_*`` settings (the core's, and plugins' from ``agent_link_register_settings``), parsed by docs/behaviour.md §23:
+a refused value is an error, never its default. Light standard modules only: the hook fast path uses it.
 """
 
 from __future__ import annotations
@@ -162,14 +159,6 @@ def _bad(name: str, rule: str, expected: str, raw: str) -> AgentLinkError:
                           {"errors": [{"path": f"env.{name}", "rule": rule, "expected": expected}]}, hint=f"Fix or unset {name}.")
 
 
-def _from_file(exc: AgentLinkError, name: str, path: str | None, raw: str) -> AgentLinkError:
-    """``exc`` (from :func:`_bad`) re-said for the value ``raw`` read from the settings file at ``path``."""
-    error = {**exc.details["errors"][0], "path": f"file.{name}"}
-    return AgentLinkError(exc.code, f"{name} = {shown_raw(raw)} in the settings file {path} is invalid: "
-                          f"expected {error['expected']}.", {"errors": [error]},
-                          hint=f"Fix it with `agent-link config set`, or drop it with `agent-link config unset {name}`.")
-
-
 def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...] = (),
                 on_setting_error: Callable[[AgentLinkError], None] | None = None) -> Config:
     """Read every declared setting from ``env`` (default: ``os.environ``), or else from the settings file (source ``settings-file``).
@@ -199,8 +188,11 @@ def load_config(env: Mapping[str, str] | None = None, extra: tuple[Setting, ...]
             try:
                 value = _parse(setting, raw, home, source)
             except AgentLinkError as exc:
-                if source in env.from_file:  # say where the value really came from
-                    exc = _from_file(exc, setting.name, env.path, raw)
+                if source in env.from_file:  # said for the settings file, where the value really came from
+                    error = {**exc.details["errors"][0], "path": f"file.{setting.name}"}
+                    exc = AgentLinkError(exc.code, f"{setting.name} = {shown_raw(raw)} in the settings file {env.path} is invalid: "
+                                         f"expected {error['expected']}.", {"errors": [error]},
+                                         hint=f"Fix it with `agent-link config set`, or drop it with `agent-link config unset {setting.name}`.")
                 if on_setting_error is None:
                     raise exc from None
                 on_setting_error(exc)  # value is still the default
@@ -247,7 +239,8 @@ def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
             number = None
         low, high = setting.minimum, setting.maximum
         if number is None or (low is not None and number < low) or (high is not None and number > high):
-            raise _bad(name, setting.warning or "range", _int_range(setting), raw)
+            bounds = {(True, True): f" from {low} to {high}", (True, False): f" of at least {low}", (False, True): f" of at most {high}"}
+            raise _bad(name, setting.warning or "range", "a whole number" + bounds.get((low is not None, high is not None), ""), raw)
         return number
     if setting.kind == "choice":
         word = raw.strip().lower()
@@ -255,13 +248,6 @@ def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
             raise _bad(name, setting.warning or "choice", "one of " + ", ".join(setting.choices), raw)
         return word
     return raw.strip()
-
-
-def _int_range(setting: Setting) -> str:
-    """``a whole number from 0 to 20`` and the like."""
-    low, high = setting.minimum, setting.maximum
-    bounds = {(True, True): f" from {low} to {high}", (True, False): f" of at least {low}", (False, True): f" of at most {high}"}
-    return "a whole number" + bounds.get((low is not None, high is not None), "")
 
 
 def check_setting(record: Any, core_names: frozenset[str]) -> None:

@@ -191,20 +191,6 @@ def score(session: Session, query: str) -> tuple[int, list[str]]:
     return total, reasons
 
 
-def rank(sessions: list[Session], query: str, limit: int) -> tuple[list[dict[str, Any]], bool, int]:
-    """``(candidates, ambiguous, tied count)``: the best ``limit`` by score, then last activity; a tie at the top score is ambiguous."""
-    scored = []
-    for s in sessions:
-        points, reasons = score(s, query)
-        if points > 0:
-            scored.append((points, s.last_activity_ms or 0, s, reasons))
-    scored.sort(key=lambda t: (-t[0], -t[1]))
-    top = scored[0][0] if scored else 0
-    tied = sum(1 for t in scored if t[0] == top)
-    candidates = [{**session_view(s), "score": p, "matchReasons": r} for p, _, s, r in scored[:limit]]
-    return candidates, tied > 1, tied
-
-
 class Directory:
     """The agents every harness knows, for one App (``app.directory``): listing, resolving, addressing.
 
@@ -312,7 +298,12 @@ class Directory:
             views = [session_view(s) for s in exact]
             return {**out, "status": "ambiguous", "candidates": views, "providers": providers,
                     "selection": {"ambiguous": True, "tiedCount": len(views), "matchReasons": ["id:exact"]}}
-        candidates, ambiguous, tied = rank(sessions, query, limit)
+        # the best by score, then last activity; a tie at the top score is ambiguous
+        scored = sorted(((*score(s, query), s) for s in sessions), key=lambda t: (-t[0], -(t[2].last_activity_ms or 0)))
+        scored = [t for t in scored if t[0] > 0]
+        tied = sum(1 for t in scored if t[0] == scored[0][0])
+        candidates = [{**session_view(s), "score": p, "matchReasons": r} for p, r, s in scored[:limit]]
+        ambiguous = tied > 1
         status = "not_found" if not candidates else ("ambiguous" if ambiguous else "resolved")
         return {
             **out, "status": status, "best": candidates[0] if status == "resolved" else None,

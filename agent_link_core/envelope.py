@@ -1,11 +1,5 @@
-"""The ``<agent-link-message>`` envelope and the hook notices.
-
-Every peer message reaches a model only through this module: the envelope wraps it, marks it as another agent's words
-(never the user's) and escapes everything a peer controls so it cannot close the envelope, forge attributes or hide
-instructions in invisible characters. Layout, field validation and the escaping steps follow the reference
-(docs/behaviour.md §10, hook notices §11); every sentence a model reads is our own wording.
-
-Stdlib only: the hook fast path imports this module on every prompt.
+"""The ``<agent-link-message>`` envelope every peer message reaches a model in, and the hook notices (docs/behaviour.md
+§10, §11). Stdlib only: the hook fast path imports this module on every prompt.
 """
 
 from __future__ import annotations
@@ -135,20 +129,14 @@ def _escape_pieces(text: str) -> list[tuple[str, bool]]:
 
 
 def escape_text(text: str, *, cap: int = MAX_ESCAPED_CHARS) -> str:
-    """Escape element text (a message body, procedure text) per docs/behaviour.md §10.3 steps 1–6.
+    """Escape element text (a message body, procedure text) per docs/behaviour.md §10.3.
 
     :param text: the raw text; lone surrogates are replaced first (see :func:`sanitize_text`).
     :param cap: the most characters of escaped text kept (default 131072). Notes are appended after the cap, so the
         result is at most ``cap`` plus about 150 characters.
     :returns: text holding no ``<``, ``>``, bare ``&``, CR, NUL, control (other than TAB and LF), format, bidi or other
-        invisible character, so it can never close an element.
-
-    Steps: (1) text over ``MAX_BODY_BYTES`` (65536) UTF-8 bytes is cut at that many bytes, a character split by the cut
-    is dropped and a note with the original size in bytes is appended; (2) CRLF and lone CR become LF; (3) NUL is
-    deleted; (4) controls become the literal ``\\u{XX}`` and format/invisible characters ``&#xHHHH;`` (uppercase hex),
-    and in a run of more than ``INVISIBLE_RUN_CAP`` (16) of them only the first 16 are shown, followed by ``[+N more
-    invisible characters]``; (5) ``&``, ``<`` and ``>`` become entities; (6) the escaped text is cut to ``cap``
-    characters without splitting an entity, reference or marker, and a note with the full escaped length in characters is appended.
+        invisible character, so it can never close an element. Each cut (to ``MAX_BODY_BYTES`` UTF-8 bytes first, then
+        to ``cap``) appends a note saying how long the text was.
 
     :raises TypeError: if ``text`` is not a ``str``.
     :raises ValueError: if ``cap`` is negative.
@@ -190,9 +178,8 @@ def escape_attr(value: str) -> str:
     """Escape one attribute value per docs/behaviour.md §10.3 step 7.
 
     :param value: the raw value; lone surrogates are replaced first.
-    :returns: the value for use inside double quotes: more than ``MAX_ATTR_CODEPOINTS`` (256) code points are cut to 255
-        plus ``…``; then steps 2–5 of :func:`escape_text` apply; then ``"`` → ``&quot;``, ``'`` → ``&#39;``, LF →
-        ``&#10;``, TAB → ``&#9;``. The result holds no quote, angle bracket, raw LF/TAB/CR or invisible character.
+    :returns: the value for use inside double quotes (at most ``MAX_ATTR_CODEPOINTS`` code points before escaping): no quote,
+        angle bracket, raw LF/TAB/CR or invisible character.
     :raises TypeError: if ``value`` is not a ``str``.
     """
     if isinstance(value, str) and len(value) <= MAX_ATTR_CODEPOINTS and _compiled(_UNCHANGED_ATTR_RE).fullmatch(value):
@@ -206,23 +193,6 @@ def escape_attr(value: str) -> str:
 def _check_name(name: object, what: str) -> None:
     if not isinstance(name, str) or not _compiled(_NAME_RE).fullmatch(name):
         raise ValueError(f"{what} name {name!r} must match ^{_NAME_RE}$")
-
-
-def _attrs(attrs: Sequence[tuple[str, str | None]]) -> str:
-    """Attributes as `` key="escaped value"`` (a None value is left out)."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for key, value in attrs:
-        _check_name(key, "attribute")
-        if key in seen:
-            raise ValueError(f"duplicate attribute {key!r}")
-        seen.add(key)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise TypeError(f"attribute {key!r} value must be str or None, not {type(value).__name__}")
-        parts.append(f' {key}="{escape_attr(value)}"')
-    return "".join(parts)
 
 
 def render_element(name: str, attrs: Sequence[tuple[str, str | None]], text: str | None = None) -> str:
@@ -240,7 +210,17 @@ def render_element(name: str, attrs: Sequence[tuple[str, str | None]], text: str
     _check_name(name, "element")
     if name in _RESERVED_NAMES:
         raise ValueError(f"element name {name!r} is reserved for the envelope")
-    head = f"<{name}{_attrs(attrs)}"
+    head, seen = f"<{name}", set()
+    for key, value in attrs:
+        _check_name(key, "attribute")
+        if key in seen:
+            raise ValueError(f"duplicate attribute {key!r}")
+        seen.add(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise TypeError(f"attribute {key!r} value must be str or None, not {type(value).__name__}")
+        head += f' {key}="{escape_attr(value)}"'
     if text is None:
         return head + " />"
     return f"{head}>{escape_text(text)}</{name}>"
@@ -323,10 +303,8 @@ def _reply_line(anticipation: str, message_id: str, reply_by: str | None) -> str
 def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply_text: str | None = None) -> str:
     """Render one peer message as an ``<agent-link-message>`` envelope (docs/behaviour.md §10).
 
-    :param msg: the message, every field validated here (docs/behaviour.md §10, item 2): ``from``/``to`` show a valid
-        address, ``external`` or ``invalid``; ``id``/``inReplyTo`` a ULID or ``invalid``; ``fromVerified`` is ``true`` only
-        for a verified sender with a valid address; times go through :func:`iso_ms` (``invalid`` if unformattable);
-        ``via`` and ``procedure`` are dropped unless well formed; the body goes through :func:`escape_text`.
+    :param msg: the message, every field validated here (docs/behaviour.md §10, item 2; ``via`` and ``procedure`` are
+        dropped unless well formed; ``fromVerified`` is ``true`` only for a verified sender with a valid address).
     :param elements: extra elements from :func:`render_element` (overrides, fork, procedure), each put on its own line
         between the notice and the body.
     :param reply_text: a fixed instruction replacing the anticipation's ``<reply>`` line, for text that is not mail to
@@ -453,9 +431,7 @@ def pending_notice(count: int, senders: Sequence[str]) -> str:
     """The hook notice for waiting peer messages (docs/behaviour.md §11); never includes a body.
 
     :param count: number of waiting messages (≥ 0).
-    :param senders: sender addresses; each shows as itself only if it is a valid address
-        (``external`` stays ``external``, anything else shows as ``invalid``), duplicates are
-        dropped, at most 3 are listed and the rest are summarised as ``(+k more)``.
+    :param senders: sender addresses, shown as the envelope shows them (``external`` or ``invalid`` unless valid), each once.
     :raises TypeError: if ``count`` is not an ``int``.
     :raises ValueError: if ``count`` is negative.
     """
@@ -467,9 +443,7 @@ def pending_notice(count: int, senders: Sequence[str]) -> str:
 
 
 def reminder_notice(count: int, senders: Sequence[str], reminder_number: int, limit: int) -> str:
-    """The reminder for unresolved peer messages (docs/behaviour.md §11); never includes a body.
-
-    Also used as the text of a blocking stop nudge and of a reminder pushed by a harness.
+    """The reminder for unresolved peer messages, also a blocking stop nudge's text (docs/behaviour.md §11); never includes a body.
 
     :param count: number of messages still needing a resolution (≥ 0).
     :param senders: as for :func:`pending_notice`.

@@ -40,7 +40,6 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "stateDir": {"path": app.config.state_dir, "source": app.config.sources["AGENT_LINK_STATE_DIR"],
                      "exists": os.path.isdir(app.config.state_dir), "private": private,
                      "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK)},
-        # ok, integrity, walBytes, walLimitBytes, and the refusal with its recovery step when not ok.
         "database": {"path": app.config.db_path, "pendingForCaller": pending, **app.store.check_health(),
                      **({"ok": False, "readOnly": True, "problem": app.read_only.to_dict()} if app.read_only else {})},
         "env": app.config.env_report(),

@@ -1,16 +1,5 @@
-"""The one rule for ``fromVerified``: the host proved that the caller belongs to its session.
-
-A name (a variable the host sets, a session id in ``_meta``, a session file) is never proof: any process of the user can
-forge it. A message is signed ``fromVerified="true"`` only when both hold:
-
-* **the host proved it**: the harness checked the host's own records and put what ties the calling process to the
-  session in :attr:`~agent_link_core.model.Caller.evidence` (the process is, or descends from, the host program those
-  records name as running the session; see plugins/hostkit/README.md);
-* **the session exists** in that host (:meth:`~agent_link_core.harness.Harness.get_session`).
-
-Otherwise it is stored unverified, and the send warns ``sender_unverified`` (``details.reason``: ``not_proven`` or
-``no_such_session``). ``--from``, a harness's sender options and ``AGENT_LINK_ADDRESS`` are never verified. Not proved:
-which of several sessions one host process runs, nor anything against a same-user process that controls the host process.
+"""The one rule for ``fromVerified`` (README.md, "Trust"): the harness proved the caller belongs to its session
+(:attr:`~agent_link_core.model.Caller.evidence`; a name alone never is) and the session exists in that host.
 """
 
 from __future__ import annotations
@@ -123,10 +112,8 @@ def reads_own_mail(app: App, address: str) -> bool:
 
 
 async def prove_reader(app: App, address: str) -> None:
-    """Refuse to read the mail of ``address`` for a process not proved to be it: a reader sees what it sent or received,
-    so who it is must hold up as a signature does. Allowed: with ``AGENT_LINK_INSPECT_ALL``; when ``AGENT_LINK_ADDRESS``
-    names ``address`` (the user's own choice); when the runtime names ``address`` as a host's session and
-    :func:`prove_sender` proves it.
+    """Refuse to read the mail of ``address`` for a process not proved to be it (docs/storage.md, "Who sees what"): allowed
+    with ``AGENT_LINK_INSPECT_ALL``, when ``AGENT_LINK_ADDRESS`` names it, or when :func:`prove_sender` proves the runtime's.
 
     :param app: the running application.
     :param address: the address the command reads as (already checked to be well formed).

@@ -180,8 +180,6 @@ class MailFollowUp:
         self._publish(*staged)
         return resolution, reply_row
 
-    # -- reminders and nudges ----------------------------------------------------------
-
     def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
         """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due (at ``now``, epoch ms; default the clock)."""
         rows = self.store.conn.execute(

@@ -1,15 +1,5 @@
-"""The message lifecycle: send, deliver, read, resolve, reminders, expiry.
-
-A message is a row (queued) that only evidence moves forward: a push the host confirmed or an inbox read
-(delivered), then one resolution by the recipient (reply / decline / done). Status is computed on read from
-the clock, so no timer runs (docs/behaviour.md §8):
-
-* ``fyi`` messages have no status and are never reminded;
-* reminder ``n+1`` is due one interval after the later of first delivery and reminder ``n``, up to
-  ``AGENT_LINK_REMINDER_LIMIT``;
-* one interval after the last reminder (or after delivery when the limit is 0) an unresolved message becomes
-  ``unresolved``; past ``replyBy`` it is ``expired``, whichever came first; a later resolution is marked ``late``.
-"""
+"""The message lifecycle: a row (queued) that only evidence (a confirmed push, an inbox read) moves to delivered, then one
+resolution by the recipient; status is computed on read from the clock, no timer runs (docs/behaviour.md §8)."""
 
 from __future__ import annotations
 
@@ -191,13 +181,6 @@ def _sha256(data: bytes) -> Any:
     return sha256(data)
 
 
-#: ``(tool argument, row column)`` of the fields that define a message (:func:`content_hash`)
-IDENTITY_FIELDS = (
-    ("from", "from_addr"), ("to", "to_addr"), ("message", "body"), ("anticipation", "anticipation"),
-    ("replyBy", "reply_by"), ("replyToMessageId", "reply_to"),
-)
-
-
 def idempotency_refusal(message_id: str, differs: list[str], path: str, expected: str) -> AgentLinkError:
     """The ``invalid_arguments`` error (rule ``idempotency``, ``details.differs``) for an id already used for another message,
     naming the fields that differ (``differs``; may be empty)."""
@@ -208,11 +191,13 @@ def idempotency_refusal(message_id: str, differs: list[str], path: str, expected
 
 
 def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
-    """Which fields of ``msg`` differ from the stored message ``row`` with the same id: names of :data:`IDENTITY_FIELDS`, then
-    fingerprint keys (``ttlMs``, ``correlationId`` ...). Values are not returned: the stored message may be someone else's."""
-    given = {"from": msg.sender.address, "to": msg.to, "message": msg.body, "anticipation": msg.anticipation,
-             "replyBy": msg.reply_by_ms, "replyToMessageId": msg.reply_to}
-    out = [name for name, column in IDENTITY_FIELDS if row[column] != given[name]]
+    """Which fields of ``msg`` differ from the stored message ``row`` with the same id: tool argument names of the fields
+    :func:`content_hash` covers, then fingerprint keys (``ttlMs``, ``correlationId`` ...). Values are not returned: the stored
+    message may be someone else's."""
+    given = {"from": ("from_addr", msg.sender.address), "to": ("to_addr", msg.to), "message": ("body", msg.body),
+             "anticipation": ("anticipation", msg.anticipation), "replyBy": ("reply_by", msg.reply_by_ms),
+             "replyToMessageId": ("reply_to", msg.reply_to)}
+    out = [name for name, (column, value) in given.items() if row[column] != value]
     try:
         stored_meta = json.loads(row["metadata"] or "{}")
     except (ValueError, RecursionError):
@@ -299,8 +284,6 @@ class Mailbox(MailFollowUp):
         self.store, self.config, self.hooks = store, config, hooks
         # (id, row) of the message being stored while its ``sent`` observers run (they read it)
         self._storing: tuple[str, sqlite3.Row] | None = None
-
-    # -- reading ---------------------------------------------------------------------
 
     def visible_to(self, address: str | None, *, all_mail: bool = False) -> Visibility:
         """The :class:`Visibility` of an agent reading the mailbox as ``address`` (None or a malformed address sees nothing).
@@ -441,7 +424,7 @@ class Mailbox(MailFollowUp):
     def _status(
         self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None, now: int
     ) -> tuple[str | None, int | None, bool]:
-        """``(status, next reminder due at, due now)`` by the rules of the module docstring."""
+        """``(status, next reminder due at, due now)`` by the rules of docs/behaviour.md §8."""
         if res is not None:
             return STATUS_BY_KIND[res["kind"]], None, False
         if row["anticipation"] == "fyi":
@@ -606,8 +589,6 @@ class Mailbox(MailFollowUp):
             if not retry_unindexed or not is_corruption(exc):
                 raise
             return conn.execute(sql.format("NOT INDEXED"), params).fetchall()
-
-    # -- writing ---------------------------------------------------------------------
 
     def store_message(self, msg: OutgoingMessage, result: dict[str, Any] | None = None,
                       guard: Callable[[], str | None] | None = None) -> tuple[sqlite3.Row, bool]:

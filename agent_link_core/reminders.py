@@ -1,9 +1,6 @@
-"""Reminders: the core decides what is due (:meth:`~agent_link_core.mailbox.Mailbox.due_reminders`: delivered, unresolved
-``reply``/``action`` mail, up to ``AGENT_LINK_REMINDER_LIMIT``); a harness plugin shows them, through its prompt-hook adapter
-(:class:`~agent_link_core.hook.HookContext`) or a push of its own (``agent_link_push_reminders``, offered by :func:`sweep`).
-Each reminder number is claimed once across all processes, so no reminder is shown both ways.
-
-Imported by the hook fast path: standard modules only, annotations stay strings.
+"""Reminders: the core decides what is due (docs/behaviour.md §8); a harness plugin shows them through its prompt hook or
+a push (``agent_link_push_reminders``, offered by :func:`sweep`), each number claimed once across all processes. Standard
+modules only: the hook fast path imports it.
 """
 
 from __future__ import annotations

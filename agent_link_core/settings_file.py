@@ -1,13 +1,7 @@
-"""The settings file every agent-link process reads (README, "The settings file"): hosts give their servers and hooks different
-environments, and a file reaches them all. A TOML document whose top-level keys are settings (``AGENT_LINK_STATE_DIR`` or
-``state_dir``) with string, boolean or integer values; tables are the user's. Standard library only, ``tomllib`` only when the
-file exists: the hook fast path reads it.
-
-Where the file did not reach a process, the record of the state directories agent-link processes on this machine used lately
-shows it: two processes with different ones keep two mailboxes, which health warns about until the other dir goes unused for
-:data:`STATE_DIR_RECENT_MS`, is removed, or ``agent-link health --forget-state-dirs`` drops it. The record (advisory: a lost race
-drops one entry until the next use) is ``$XDG_CACHE_HOME/agent-link/state-dirs.json`` (default ``~/.cache/agent-link``),
-``{path: last use in ms since the epoch}``.
+"""The settings file every agent-link process reads, and the record of the state dirs processes used lately, which health
+warns about (README.md, "The settings file"). The record, ``$XDG_CACHE_HOME/agent-link/state-dirs.json``, is
+``{path: last use in ms}`` and advisory (a lost race drops one entry until its next use). Standard library only, ``tomllib``
+only when the file exists: the hook fast path reads it.
 """
 
 from __future__ import annotations

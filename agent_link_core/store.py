@@ -1,18 +1,6 @@
-"""The SQLite state database: connection, permissions, transactions, migrations.
-
-One file (``<state dir>/agent-link.db`` unless ``AGENT_LINK_MAILBOX_PATH`` names another; dir 0700, file 0600)
-shared by every agent-link process in WAL mode; every change is one short ``BEGIN IMMEDIATE`` transaction,
-exactly-once side effects are UNIQUE constraints. Schema changes are :class:`Migration` records from
-``agent_link_schema`` (the core's too), each ``(owner, version)`` applied once, in order (``schema_migrations``).
-
-So that nothing acknowledged is lost, writes are refused with ``state_io_error`` (docs/storage.md, "The
-database file") for a file deleted or replaced under running processes (reason ``replaced``; what can still be
-read is saved to ``<db>.rescued-<inode>``), corruption SQLite reports (``corrupt``, recorded in ``<db>.damaged``;
-reads go on), a path holding something else (``not_agent_link``) and a WAL left by a database moved while open
-(``orphan_wal``); a lock held past the busy timeout is ``state_busy``. A WAL above :data:`WAL_LIMIT_BYTES` is
-checkpointed after a write; every commit wakes the processes waiting on the database (:mod:`agent_link_core.wake`).
-
-Only light standard modules are imported: the hook fast path uses this module.
+"""The SQLite state database shared by every process in WAL mode: connection, permissions, one short ``BEGIN IMMEDIATE``
+transaction per change, :class:`Migration` records applied once each, and the refusals that keep acknowledged mail
+(docs/storage.md, "The database file" and "WAL size"). Light standard modules only: the hook fast path uses it.
 """
 
 from __future__ import annotations
@@ -213,14 +201,6 @@ def corrupt_error(path: str, found: str) -> AgentLinkError:
                      f"&& mv '{path}.recovered' '{path}'; start the sessions again.")
 
 
-def integrity(conn: sqlite3.Connection) -> str:
-    """SQLite's ``quick_check`` verdict: ``ok``, or its first complaint."""
-    try:
-        return str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
-    except sqlite3.DatabaseError as exc:
-        return str(exc)
-
-
 def not_ours_error(path: str, why: str) -> AgentLinkError:
     """``state_io_error`` (reason ``not_agent_link``): the path holds something else."""
     return _io_error(path, "not_agent_link", "EEXIST", f"{path} is not an agent-link database ({why}); agent-link leaves it untouched.",
@@ -278,8 +258,6 @@ class Store:
             # After a checkpoint resets the WAL, SQLite truncates the file to this size.
             self.conn.execute(f"PRAGMA journal_size_limit = {self.wal_limit_bytes}")
             self.migrate(migrations)
-
-    # -- opening -----------------------------------------------------------------------
 
     def _create(self) -> None:
         """Create the database under a temporary name, then link it into place: no process ever sees an empty or half-made file at the path."""
@@ -390,8 +368,6 @@ class Store:
                 self.replaced()
         self.conn.close()
 
-    # -- guarding writes ---------------------------------------------------------------
-
     @property
     def damage_marker(self) -> str:
         """The file recording that SQLite found this database damaged."""
@@ -451,15 +427,10 @@ class Store:
             return None  # left by a database that has since been rebuilt
         return corrupt_error(self.path, str(found.get("reason") or "recorded by another process"))
 
-    def mark_damaged(self, reason: str) -> None:
-        """Record that SQLite found this database damaged, so every process stops writing."""
-        if self.identity is not None:
-            record_damage(self.path, self.identity, reason)
-
     def failure(self, exc: sqlite3.Error | OSError) -> AgentLinkError:
-        """:func:`database_error` for ``exc``; corruption is also recorded (:meth:`mark_damaged`)."""
-        if isinstance(exc, sqlite3.Error) and is_corruption(exc):
-            self.mark_damaged(str(exc))
+        """:func:`database_error` for ``exc``; corruption is also recorded (:func:`record_damage`), so every process stops writing."""
+        if isinstance(exc, sqlite3.Error) and is_corruption(exc) and self.identity is not None:
+            record_damage(self.path, self.identity, str(exc))
         return database_error(self.path, exc, self.busy_timeout_ms)
 
     #: why a store opened read-only refuses writes (set by the App), said instead of SQLite's words
@@ -475,9 +446,12 @@ class Store:
         """The database part of health: ``ok``, ``integrity`` (quick_check; a failure is recorded as damage), ``walBytes``,
         ``walLimitBytes``, and when not ok ``problem`` (the refusal's ``{code, message, details, hint}``)."""
         problem = self.replaced()
-        verdict = integrity(self.conn)
-        if problem is None and verdict != "ok":
-            self.mark_damaged(verdict)
+        try:  # SQLite's verdict: ok, or its first complaint
+            verdict = str(self.conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            verdict = str(exc)
+        if problem is None and verdict != "ok" and self.identity is not None:
+            record_damage(self.path, self.identity, verdict)
         problem = problem or self.damage()
         out: dict[str, Any] = {"ok": problem is None, "integrity": verdict, "walBytes": self.wal_bytes(), "walLimitBytes": self.wal_limit_bytes}
         if problem is not None:
@@ -490,12 +464,6 @@ class Store:
             return os.stat(self.path + "-wal").st_size
         except OSError:
             return 0
-
-    def _bound_wal(self) -> None:
-        if self.wal_bytes() > self.wal_limit_bytes:
-            # TRUNCATE waits (busy timeout) for readers to leave old snapshots, then empties the WAL.
-            with contextlib.suppress(sqlite3.OperationalError):
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     @contextlib.contextmanager
     def write(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
@@ -535,8 +503,7 @@ class Store:
         try:
             yield self.conn
             self.conn.execute("COMMIT")
-            # Replaced while we wrote: the change went to the old file (rescued beside the
-            # path), so it is not acknowledged.
+            # replaced while we wrote: the change went to the old file (rescued beside the path), so it is not acknowledged
             self.check_writable()
         except BaseException as exc:
             if self.conn.in_transaction:
@@ -545,7 +512,10 @@ class Store:
                 raise self.failure(exc) from exc
             raise
         wake.notify(self.path)  # waiters in other processes re-read now, not at their next poll
-        self._bound_wal()
+        if self.wal_bytes() > self.wal_limit_bytes:
+            # TRUNCATE waits (busy timeout) for readers to leave old snapshots, then empties the WAL.
+            with contextlib.suppress(sqlite3.OperationalError):
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def applied(self) -> set[tuple[str, int]]:
         """``(owner, version)`` of every migration this database has (a cheap read)."""
