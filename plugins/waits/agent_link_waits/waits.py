@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 
@@ -308,28 +309,26 @@ def begin(store: Store, address: str, key: str, lapse_ms: int = MAX_WAIT_MS) -> 
             cursor = conn.execute("INSERT INTO active_waits (address, key, pid, started_at) VALUES (?, ?, ?, ?)",
                                   (address, key, os.getpid(), now_ms() - (MAX_WAIT_MS - lapse_ms)))
             return int(cursor.lastrowid or 0) or None
-    except AgentLinkError:
+    except (AgentLinkError, sqlite3.Error):  # busy, or no table: this plugin turned off under a host plugin's wait
         return None
 
 
 def renew(store: Store, wait_id: int) -> None:
     """Date the wait :func:`begin` noted as starting now (it runs for up to :data:`MAX_WAIT_MS`); a failed write leaves it as it was."""
-    with contextlib.suppress(AgentLinkError), store.write() as conn:
+    with contextlib.suppress(AgentLinkError, sqlite3.Error), store.write() as conn:
         conn.execute("UPDATE active_waits SET started_at = ? WHERE id = ?", (now_ms(), wait_id))
 
 
 def end(store: Store, wait_id: int | None) -> None:
     """Forget the wait :func:`begin` noted (a failed write leaves a row that dies with its process)."""
     if wait_id is not None:
-        with contextlib.suppress(AgentLinkError), store.write() as conn:
+        with contextlib.suppress(AgentLinkError, sqlite3.Error), store.write() as conn:
             conn.execute("DELETE FROM active_waits WHERE id = ?", (wait_id,))
 
 
 def live_keys(store: Store, address: str) -> set[str]:
     """The keys (``reply:<message id>``, ``from:<address>``) of the waits of ``address`` running in any process (none when
     the table cannot be read)."""
-    import sqlite3
-
     try:
         found = store.conn.execute("SELECT key, pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall()
     except sqlite3.Error:

@@ -62,3 +62,18 @@ def test_a_resend_under_the_same_id_keeps_one_note(app: App) -> None:
     here.hold("team:alice", "01J00000000000000000000003")
     here.hold("team:alice", "01J00000000000000000000003")
     assert app.store.conn.execute("SELECT COUNT(*) FROM active_waits").fetchone()[0] == 1 and len(here.holds) == 1
+
+
+@pytest.mark.anyio
+async def test_a_host_plugins_wait_runs_with_this_plugin_turned_off(isolated_env: Path) -> None:
+    """The Codex and Claude plugins wait through waits_of(app) even when AGENT_LINK_DISABLE_PLUGINS names waits: no
+    active_waits table then, so the wait notes nothing, holds nothing, and still ends (here by its time limit)."""
+    made = App.create({**os.environ, "AGENT_LINK_ADDRESS": "team:alice", "AGENT_LINK_DISABLE_PLUGINS": "waits"})
+    try:
+        me = made.caller()
+        sent = await made.send(caller=me, to="team:bob", body="ready?", anticipation="reply")
+        got = await waits_of(made).wait(caller=me, agent="team:bob", reply_to=sent.message["id"], timeout_ms=300, poll_ms=250)
+        assert got["outcome"] == "timeout" and waits_of(made).wait_limits() == (50_000, 10_000)
+        assert made.hooks.held_messages("team:alice") == set()
+    finally:
+        made.close()
