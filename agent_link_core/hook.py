@@ -1,22 +1,9 @@
-"""``agent-link hook <host> <event>``: the fast path host hooks run on every prompt.
+"""``agent-link hook <host> <event>``: the fast path host hooks run on every prompt (docs/plugins.md section 6).
 
-Reads the host's hook JSON on stdin, prints the host adapter's answer as the host's hook JSON, and exits 0 whatever
-happens: a hook must never block a prompt. It imports no mcp, pydantic, click, pluggy, typing, dataclasses, logging,
-pathlib, re, json or enum: only light standard modules and the core's modules written for this path (config,
-addresses, json_files; ``tests/test_hook.py`` checks the list). Mail is read with :mod:`sqlite3` alone
-(:class:`HookContext`); the envelope loads for a note to word, the store, mailbox and reminders when a reminder may be
-due, none of them for an adapter that never asks (an edit guard).
-
-A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a module with
-``handle(event: str, payload: dict, ctx: HookContext) -> dict | None`` (the dict is printed as JSON, None prints
-nothing) that touches the mailbox only through :class:`HookContext`, so every host gets the same notes and
-exactly-once rules (:mod:`agent_link_core.reminders`).
-
-The adapters are found without an entry-point scan or pluggy, in a registry file per Python environment,
-``<state dir>/prompt-hooks/<environment key>.json``, with a fingerprint of what decides which plugins load: the
-interpreter prefix, the disabled plugins, each ``sys.path`` directory's modification time (installing a distribution
-changes one). A differing fingerprint rebuilds the registry through the plugin manager first, so the adapter of a
-plugin disabled or no longer installed never runs.
+Prints the host adapter's answer as the host's hook JSON and exits 0 whatever happens. It imports only light standard
+modules and the core's modules written for this path (``tests/test_hook.py`` checks the list). The adapters are found in
+a registry file per Python environment, ``<state dir>/prompt-hooks/<environment key>.json``, rebuilt when its
+fingerprint (interpreter prefix, disabled plugins, each ``sys.path`` directory's modification time) differs.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Sending and answering: store a message, push it to its recipient's harness, resolve a
-message with a reply (behind ``message_agent``, ``reply_agent_link_message`` and their CLI
-commands). One :class:`Outbox` per App (``app.outbox``).
-
-A send has exactly one outcome: ``delivered`` (the host confirmed it), ``accepted`` (the host
-will show it; never pushed again, delivered on evidence), ``queued`` (stored, for the inbox or
-a later push), ``rejected`` (refused) or ``unknown`` (a push whose answer was lost; never pushed
-again unless asked with ``retry_unknown``).
-"""
+"""Sending and answering: store a message, push it to its recipient's harness, resolve a message with a reply; one
+:class:`Outbox` per App (``app.outbox``). A send has exactly one outcome (``delivered``, ``accepted``, ``queued``,
+``rejected`` or ``unknown``; docs/delivery-states.md)."""
 
 from __future__ import annotations
 

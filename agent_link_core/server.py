@@ -1,10 +1,5 @@
-"""``agent-link mcp``: the stdio MCP server (MCP Python SDK 2.x, low-level server).
-
-Every tool result is one JSON object, placed in the text content and in
-``structuredContent``; ``isError`` is set exactly when ``ok`` is false. Tools come from
-``agent_link_register_tools`` (the core's own included). Nothing here writes to stdout
-except the MCP transport; logs go to stderr or the log file.
-"""
+"""``agent-link mcp``: the stdio MCP server (MCP Python SDK 2.x, low-level server; results as docs/behaviour.md §3 says).
+Nothing here writes to stdout except the MCP transport; logs go to stderr or the log file."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""MCP tool records, argument validation and the result contract (docs/behaviour.md §3-4).
-
-Every tool returns one JSON object: ``{"ok": true, ...fields, "warnings"?: [...]}`` or
-``{"ok": false, "error": {code, message, details?, hint?}}``. Arguments are checked against the
-tool's JSON schema before its handler runs (:func:`validate_arguments`); a result is checked
-against its output schema before it leaves, since MCP clients reject ``structuredContent`` that
-does not match ``outputSchema`` (:func:`call_tool`).
-"""
+"""MCP tool records, argument validation (:func:`validate_arguments`) and the result contract
+(:func:`call_tool`; docs/behaviour.md §3-4)."""
 
 from __future__ import annotations
 
