@@ -50,13 +50,9 @@ SENDERS_SQL = "SELECT from_addr FROM messages WHERE recipient = ? AND open = 1 A
 
 class HookContext:
     """Mailbox access for a host adapter, loaded only as far as the answer needs: reads through :mod:`sqlite3` alone
-    (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), through the :class:`~agent_link_core.mailbox.Mailbox` (its checks,
-    migrations and errors) once such a read fails; reminders and the stop block, which write, use the mailbox.
-
-    It never holds a host's prompt up for another process: reads wait at most :data:`HOOK_BUSY_TIMEOUT_MS`, and its two
-    writes (claiming a reminder, claiming the one stop block of an interval) never wait. Skipped while another process
-    holds the write lock, they are not lost: the reminder stays due for the next prompt (or push) that gets the lock, the
-    next stop tries again. The "you have mail" note is a read, shown either way.
+    (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), through the :class:`~agent_link_core.mailbox.Mailbox` once such a read fails;
+    reminders and the stop block, which write, use the mailbox. Reads wait at most :data:`HOOK_BUSY_TIMEOUT_MS`; the two
+    writes never wait (skipped while another process writes, they are tried again at the next prompt or stop).
 
     :param config: core settings (state dir, reminder limit and interval).
     """
@@ -337,7 +333,10 @@ def main(argv: list[str]) -> int:
         except OSError as exc:  # the host never got the note: what it claimed is due again
             from agent_link_core.cli_run import drop_stdout
 
-            _unclaim(ctx)
+            box = ctx.mailbox if ctx.claimed else None
+            for message_id, n, address in ctx.claimed if box is not None else ():
+                with contextlib.suppress(Exception):  # fail open: at worst the reminder counts as shown, as before
+                    box.release_reminder(message_id, n, address)
             drop_stdout()
             sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
     return 0
@@ -358,10 +357,3 @@ def _said(exc: BaseException) -> str:
     if isinstance(exc, AgentLinkError):
         return f"{exc.message.rstrip('.')} ({exc.hint.rstrip('.')})" if exc.hint else exc.message.rstrip(".")
     return f"an unexpected fault ({type(exc).__name__}: {exc})"
-
-
-def _unclaim(ctx: HookContext) -> None:
-    box = ctx.mailbox if ctx.claimed else None
-    for message_id, n, address in ctx.claimed if box is not None else ():
-        with contextlib.suppress(Exception):  # fail open: at worst the reminder counts as shown, as before
-            box.release_reminder(message_id, n, address)

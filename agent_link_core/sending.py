@@ -146,9 +146,7 @@ class Outbox:
 
     def unseen_address(self, recipient: str, require_known: bool = False) -> dict[str, Any] | None:
         """The warning a send to ``recipient`` would carry when it is a plain address (no harness owns its scheme, not
-        ``role:``, not served elsewhere) no process is known to serve (a plugin's ``agent_link_check_recipient``, the
-        presence plugin's ``unknown_address``), else None. A plugin that hands work to an address without sending (a
-        role's holder) asks it too.
+        ``role:``, not served elsewhere) no process is known to serve (``agent_link_check_recipient``), else None.
 
         :raises AgentLinkError: ``not_found`` with ``require_known`` for an address a plugin says is unknown (its
             refusal), or for any such plain address when no plugin answers: nothing then knows it is served.

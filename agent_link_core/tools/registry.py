@@ -190,12 +190,8 @@ def _remembered_path() -> str | None:
 
 
 def check_schema(schema: Any) -> None:
-    """``Draft202012Validator.check_schema(schema)``, remembering the schemas found valid.
-
-    Every process that lists the tools checks the same ~90 schemas (about half a second of CPU):
-    a valid schema's key is kept for the process and appended to :func:`_remembered_path`, so
-    it is not checked again. An invalid schema, or one that is not plain JSON, is checked every
-    time; a cache file that cannot be read or written only costs the check.
+    """``Draft202012Validator.check_schema(schema)``, remembering the valid schemas (for the process and in
+    :func:`_remembered_path`): every process that lists the tools checks the same ~90 schemas, about half a second of CPU.
 
     :param schema: the schema (a JSON object as Python dicts and lists).
     :raises jsonschema.exceptions.SchemaError: the schema is invalid.
