@@ -45,8 +45,7 @@ def caller_budget(app: App, caller: Caller) -> OutputBudget:
 def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, mark: bool, include_open: bool,
           message_id: str | None = None, offset: int = 0) -> dict[str, Any]:
     """An inbox read cut to ``budget`` (None: everything up to ``limit``; tools and the CLI pass
-    :func:`caller_budget`). It costs in proportion to what it returns: each view and envelope
-    is made once, and sizes are added up prefix by prefix (:func:`prefix_bytes`).
+    :func:`caller_budget`), each view and envelope made once (sizes: :func:`prefix_bytes`).
 
     :param message_id: read this message's envelope from ``offset`` (characters) instead, a
         page as large as fits; marked delivered (with ``mark``) with the envelope's last page.
