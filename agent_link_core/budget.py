@@ -1,13 +1,6 @@
-"""Inbox reads and pushes that fit what the calling host shows the model in full.
-
-A host cuts or hides a tool result above some size (its harness declares it as an
-:class:`~agent_link_core.harness_decl.OutputBudget`); what it cut was not seen. So a read
-returns only the whole messages that fit and marks only those delivered; one message larger
-than the budget comes in pages of its envelope (``messageId`` + ``offset``, in characters),
-delivered with its last page. Mail a running wait is about to return is left to that wait
-(``heldByActiveWait``). This stays in the core: the read tool's schema promises the paging,
-and a read that marked delivered what its host then cut would lose mail.
-"""
+"""Inbox reads and pushes that fit what the calling host shows the model in full (docs/plugins.md section 5,
+"Output budget"): whole messages that fit, one larger message in pages of its envelope (``messageId`` + ``offset``,
+in characters), delivered with its last page; mail a running wait is about to return is left to it (``heldByActiveWait``)."""
 
 from __future__ import annotations
 
@@ -52,8 +45,7 @@ def caller_budget(app: App, caller: Caller) -> OutputBudget:
 def inbox(app: App, caller: Caller, budget: OutputBudget | None, *, limit: int, mark: bool, include_open: bool,
           message_id: str | None = None, offset: int = 0) -> dict[str, Any]:
     """An inbox read cut to ``budget`` (None: everything up to ``limit``; tools and the CLI pass
-    :func:`caller_budget`). It costs in proportion to what it returns: each view and envelope
-    is made once, and sizes are added up prefix by prefix (:func:`prefix_bytes`).
+    :func:`caller_budget`), each view and envelope made once (sizes: :func:`prefix_bytes`).
 
     :param message_id: read this message's envelope from ``offset`` (characters) instead, a
         page as large as fits; marked delivered (with ``mark``) with the envelope's last page.

@@ -215,9 +215,7 @@ def run_fast(argv: list[str]) -> bool:
 
 def import_target(target: str) -> Any:
     """The object ``"package.module:attribute"`` names, its module imported now.
-
-    :raises Exception: ``ValueError`` without ``:``, what importing the module raises, ``AttributeError`` for a missing attribute.
-    """
+    :raises Exception: ``ValueError`` without ``:``, what importing the module raises, ``AttributeError`` for a missing attribute."""
     module, sep, attribute = target.partition(":")
     if not sep or not module or not attribute:
         raise ValueError(f"{target!r} is not 'package.module:attribute'")
@@ -353,8 +351,7 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: s
     """Wait for a resolution for the whole ``timeout_ms`` (ms), through the waits plugin (``agent_link_wait_for_reply``,
     whose one wait stops at its cap): ``agent-link send --wait`` and the plugin's ``agent-link wait``.
 
-    :param stopped: the stderr line a Ctrl-C ends the wait with (exit 130); the wait then says
-        what it waits for once the event loop exists (a Ctrl-C after it stops the wait, not a loop half built).
+    :param stopped: the stderr line a Ctrl-C ends the wait with (exit 130); the wait then says what it waits for.
     :raises AgentLinkError: what the wait refuses (a bad or unknown id); ``internal_error`` when the plugin failed.
     """
     import asyncio

@@ -1,18 +1,7 @@
 """Where the MCP connection opens: the protocol revision the client speaks, and the path for
-notifications a harness sends outside any request (docs/mcp-revisions.md).
-
-This sits between the transport and the SDK, at the JSON-RPC message level (no SDK internals).
-It records what the client says on the :class:`~agent_link_core.harness.McpPeer` that harnesses
-and health read, writes harnesses' notifications straight to the transport and, while a harness
-needs the handshake revisions (``Harness.needs_handshake``), answers ``server/discover`` with
-"method not found" so that the client falls back to ``initialize``.
-
-Why the refusal cannot be left to the SDK (issue 31): the SDK (mcp 2.3, ``serve_dual_era_loop``)
-fixes the revision from the client's first request, and a ``server/discover`` probe carries the
-2026-07-28 envelope; a handler that refuses it (``Server.add_request_handler``) answers only
-after the connection is stateless, and the client's ``initialize`` that follows is then refused
-(-32022). A host that probes first refuses its live channel on a stateless connection
-(docs/mcp-revisions.md). tests/test_handshake.py holds the cases.
+notifications a harness sends outside any request, at the JSON-RPC message level between the
+transport and the SDK. docs/mcp-revisions.md says what it does and why the SDK cannot
+(``server/discover`` refused while ``Harness.needs_handshake``); tests/test_handshake.py holds the cases.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""``agent-link hook <host> <event>``: the fast path host hooks run on every prompt.
+"""``agent-link hook <host> <event>``: the fast path host hooks run on every prompt (docs/plugins.md section 6).
 
-Reads the host's hook JSON on stdin, prints the host adapter's answer as the host's hook JSON, and exits 0 whatever
-happens: a hook must never block a prompt. It imports no mcp, pydantic, click, pluggy, typing, dataclasses, logging,
-pathlib, re, json or enum: only light standard modules and the core's modules written for this path (config,
-addresses, json_files; ``tests/test_hook.py`` checks the list). Mail is read with :mod:`sqlite3` alone
-(:class:`HookContext`); the envelope loads for a note to word, the store, mailbox and reminders when a reminder may be
-due, none of them for an adapter that never asks (an edit guard).
-
-A harness plugin declares its host's adapter with ``agent_link_register_prompt_hooks``: a module with
-``handle(event: str, payload: dict, ctx: HookContext) -> dict | None`` (the dict is printed as JSON, None prints
-nothing) that touches the mailbox only through :class:`HookContext`, so every host gets the same notes and
-exactly-once rules (:mod:`agent_link_core.reminders`).
-
-The adapters are found without an entry-point scan or pluggy, in a registry file per Python environment,
-``<state dir>/prompt-hooks/<environment key>.json``, with a fingerprint of what decides which plugins load: the
-interpreter prefix, the disabled plugins, each ``sys.path`` directory's modification time (installing a distribution
-changes one). A differing fingerprint rebuilds the registry through the plugin manager first, so the adapter of a
-plugin disabled or no longer installed never runs.
+Prints the host adapter's answer as the host's hook JSON and exits 0 whatever happens. It imports only light standard
+modules and the core's modules written for this path (``tests/test_hook.py`` checks the list). The adapters are found in
+a registry file per Python environment, ``<state dir>/prompt-hooks/<environment key>.json``, rebuilt when its
+fingerprint (interpreter prefix, disabled plugins, each ``sys.path`` directory's modification time) differs.
 """
 
 from __future__ import annotations
@@ -63,13 +50,9 @@ SENDERS_SQL = "SELECT from_addr FROM messages WHERE recipient = ? AND open = 1 A
 
 class HookContext:
     """Mailbox access for a host adapter, loaded only as far as the answer needs: reads through :mod:`sqlite3` alone
-    (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), through the :class:`~agent_link_core.mailbox.Mailbox` (its checks,
-    migrations and errors) once such a read fails; reminders and the stop block, which write, use the mailbox.
-
-    It never holds a host's prompt up for another process: reads wait at most :data:`HOOK_BUSY_TIMEOUT_MS`, and its two
-    writes (claiming a reminder, claiming the one stop block of an interval) never wait. Skipped while another process
-    holds the write lock, they are not lost: the reminder stays due for the next prompt (or push) that gets the lock, the
-    next stop tries again. The "you have mail" note is a read, shown either way.
+    (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), through the :class:`~agent_link_core.mailbox.Mailbox` once such a read fails;
+    reminders and the stop block, which write, use the mailbox. Reads wait at most :data:`HOOK_BUSY_TIMEOUT_MS`; the two
+    writes never wait (skipped while another process writes, they are tried again at the next prompt or stop).
 
     :param config: core settings (state dir, reminder limit and interval).
     """
@@ -350,7 +333,10 @@ def main(argv: list[str]) -> int:
         except OSError as exc:  # the host never got the note: what it claimed is due again
             from agent_link_core.cli_run import drop_stdout
 
-            _unclaim(ctx)
+            box = ctx.mailbox if ctx.claimed else None
+            for message_id, n, address in ctx.claimed if box is not None else ():
+                with contextlib.suppress(Exception):  # fail open: at worst the reminder counts as shown, as before
+                    box.release_reminder(message_id, n, address)
             drop_stdout()
             sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
     return 0
@@ -371,10 +357,3 @@ def _said(exc: BaseException) -> str:
     if isinstance(exc, AgentLinkError):
         return f"{exc.message.rstrip('.')} ({exc.hint.rstrip('.')})" if exc.hint else exc.message.rstrip(".")
     return f"an unexpected fault ({type(exc).__name__}: {exc})"
-
-
-def _unclaim(ctx: HookContext) -> None:
-    box = ctx.mailbox if ctx.claimed else None
-    for message_id, n, address in ctx.claimed if box is not None else ():
-        with contextlib.suppress(Exception):  # fail open: at worst the reminder counts as shown, as before
-            box.release_reminder(message_id, n, address)

@@ -1,12 +1,6 @@
-"""Sending and answering: store a message, push it to its recipient's harness, resolve a
-message with a reply (behind ``message_agent``, ``reply_agent_link_message`` and their CLI
-commands). One :class:`Outbox` per App (``app.outbox``).
-
-A send has exactly one outcome: ``delivered`` (the host confirmed it), ``accepted`` (the host
-will show it; never pushed again, delivered on evidence), ``queued`` (stored, for the inbox or
-a later push), ``rejected`` (refused) or ``unknown`` (a push whose answer was lost; never pushed
-again unless asked with ``retry_unknown``).
-"""
+"""Sending and answering: store a message, push it to its recipient's harness, resolve a message with a reply; one
+:class:`Outbox` per App (``app.outbox``). A send has exactly one outcome (``delivered``, ``accepted``, ``queued``,
+``rejected`` or ``unknown``; docs/delivery-states.md)."""
 
 from __future__ import annotations
 
@@ -152,9 +146,7 @@ class Outbox:
 
     def unseen_address(self, recipient: str, require_known: bool = False) -> dict[str, Any] | None:
         """The warning a send to ``recipient`` would carry when it is a plain address (no harness owns its scheme, not
-        ``role:``, not served elsewhere) no process is known to serve (a plugin's ``agent_link_check_recipient``, the
-        presence plugin's ``unknown_address``), else None. A plugin that hands work to an address without sending (a
-        role's holder) asks it too.
+        ``role:``, not served elsewhere) no process is known to serve (``agent_link_check_recipient``), else None.
 
         :raises AgentLinkError: ``not_found`` with ``require_known`` for an address a plugin says is unknown (its
             refusal), or for any such plain address when no plugin answers: nothing then knows it is served.

@@ -1,10 +1,5 @@
-"""``agent-link mcp``: the stdio MCP server (MCP Python SDK 2.x, low-level server).
-
-Every tool result is one JSON object, placed in the text content and in
-``structuredContent``; ``isError`` is set exactly when ``ok`` is false. Tools come from
-``agent_link_register_tools`` (the core's own included). Nothing here writes to stdout
-except the MCP transport; logs go to stderr or the log file.
-"""
+"""``agent-link mcp``: the stdio MCP server (MCP Python SDK 2.x, low-level server; results as docs/behaviour.md §3 says).
+Nothing here writes to stdout except the MCP transport; logs go to stderr or the log file."""
 
 from __future__ import annotations
 
@@ -124,12 +119,8 @@ async def _over_stdio(app: App | None, run: Callable[[Any, Any], Awaitable[None]
 
 async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     """Serve one MCP connection over a transport's inbound and outbound ``SessionMessage`` streams (MCP SDK shape)
-    until the client leaves; ``app`` stays open.
-
-    Harnesses' background work (:meth:`~agent_link_core.harness.Harness.serve`) and plugins' ``agent_link_server_tasks``
-    start at once, before the client's first message and whichever protocol revision it then opens with, and are
-    cancelled when the connection ends.
-    """
+    until the client leaves; ``app`` stays open. Harnesses' :meth:`~agent_link_core.harness.Harness.serve` and plugins'
+    ``agent_link_server_tasks`` start before the client's first message and are cancelled when the connection ends."""
     server = build_server(app)
     if app.read_only is not None:  # opened only to be read: say once why, not per write refused
         log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
@@ -164,12 +155,9 @@ async def _reminder_loop(app: App) -> None:
 
 
 async def _exit_on_signal(app: App | None) -> None:
-    """On SIGTERM/SIGINT/SIGHUP, or when the parent process (the client) is gone: release what
-    harnesses hold, then exit within :data:`SHUTDOWN_BUDGET_S`. A clean unwind could wait for
-    the client's next line (stdin read in a worker thread no cancellation interrupts) or on
-    plugin code holding the loop: hence Python's own signal handlers, which run even then, and
-    a daemon thread noticing the re-parenting of an orphan (a client that died while a
-    grandchild still holds its stdin)."""
+    """On SIGTERM/SIGINT/SIGHUP, or when the parent process (the client) is gone: release what harnesses hold, then exit
+    within :data:`SHUTDOWN_BUDGET_S`. Python's own signal handlers and a daemon thread watching for re-parenting, since a
+    clean unwind could wait for the client's next line (stdin read in a worker thread) or on plugin code holding the loop."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 

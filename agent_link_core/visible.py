@@ -1,11 +1,6 @@
-"""The one rule for text from another agent or a host shown to a person or a model.
-
-Control, format, bidi, private-use and unassigned characters (Unicode category ``C``: ESC, U+202E, U+200B, NUL ...)
-and the line and paragraph separators U+2028/U+2029 could drive a terminal or hide, reorder or break text, so each is shown as a visible ``\\u{XXXX}`` escape; line breaks and tabs
-are kept where text is laid out in lines. Used by the CLI and for every string of every MCP tool result
-(:func:`agent_link_core.tools.registry.call_tool`). Envelopes escape the same characters as ``&#xHHHH;``
-(:func:`agent_link_core.envelope.escape_text`), which this rule leaves alone.
-"""
+"""The one rule for text from another agent or a host shown to a person or a model (the CLI, and every string of every
+MCP tool result): Unicode category ``C`` characters and U+2028/U+2029 become visible ``\\u{XXXX}`` escapes (line breaks
+and tabs kept where text is laid out in lines); the ``&#xHHHH;`` escapes of envelopes are left alone."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """Wake-ups across processes: a waiter sleeps until any agent-link process commits a change (docs/storage.md, "Waits wake on
-the commit").
+the commit": one FIFO per waiter in ``<database>-waiters/``, a byte written to each after every commit).
 
-A waiter holds a FIFO in ``<database>-waiters/`` (0700), open for reading *and* writing (so reads never see end-of-file); after
-every commit the writer writes one byte, without blocking, to each FIFO there. The FIFO exists before the waiter's first read of
-the database, so a commit is either seen by that read or leaves its byte: nothing is missed; the waiter always decides from the
-database, and still re-reads at its poll interval as the fallback. FIFOs, not Unix sockets: a socket's path is capped at 104
-bytes on macOS, and a stale FIFO shows itself (opening it to write fails with ``ENXIO`` once its waiter died; the writer removes
-it). A FIFO gets its final name only once its waiter holds it open, so a live one never looks stale.
-
-Only light standard modules are imported: the hook fast path writes through the store.
+A FIFO gets its final name only once its waiter holds it open, so a live one never looks stale. Only light standard
+modules are imported: the hook fast path writes through the store.
 """
 
 from __future__ import annotations

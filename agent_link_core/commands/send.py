@@ -169,17 +169,15 @@ async def send_reliably(
     retry_unknown: bool = False, require_known: bool = False, correlation_id: str | None = None,
     sender_project: str | None = None, sender_label: str | None = None, envelope_format: str | None = None,
 ) -> SendResult:
-    """Send with one honest outcome, idempotent on ``message_id`` (``agent-link send``).
+    """Send with one honest outcome, idempotent on ``message_id`` (``agent-link send``; README.md, "The command line",
+    says what a resend with the same id does).
 
     ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`). ``message_id`` is a
-    ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and echoed as ``clientMessageId``). The same id
-    with the same sender, target, text, ``ttl_ms``, ``correlation_id`` and sender metadata is never stored twice (other
-    content: ``rejected``): a message delivered or accepted is not pushed again, one still queued is (its harness checks
-    whether an earlier push landed), an ``unknown`` one only with ``retry_unknown``. ``ttl_ms`` counts from the first
-    attempt; ``retry`` covers only pushes that failed before the host accepted them. ``require_known`` rejects a plain
-    address no process is known to serve (:meth:`~agent_link_core.sending.Outbox.unseen_address`; else it is queued, with
-    a plugin's warning). ``envelope_format``: another model-visible form, one
-    the recipient's harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
+    ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and echoed as ``clientMessageId``); an
+    ``unknown`` push is pushed again only with ``retry_unknown``. ``ttl_ms`` (ms) counts from the first attempt; ``retry``
+    covers only pushes that failed before the host accepted them. ``require_known`` rejects a plain address no process is
+    known to serve (:meth:`~agent_link_core.sending.Outbox.unseen_address`). ``envelope_format``: a model-visible form the
+    recipient's harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
         an unusable state dir (``state_io_error``).

@@ -1,13 +1,6 @@
-"""The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection.
-
-Argument names, defaults and ranges follow the original Agent Link (docs/behaviour.md §5).
-Options only some harnesses understand are declared by those harnesses
-(:class:`~agent_link_core.harness.SendOption`) and passed to the recipient's harness; aimed at
-another harness's session they are refused.
-
-Every handler is a :attr:`~agent_link_core.tools.registry.ToolSpec.handler`: validated
-arguments in, success fields out, :class:`~agent_link_core.errors.AgentLinkError` to fail.
-"""
+"""The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection (docs/behaviour.md §5).
+Options only some harnesses understand are declared by them (:class:`~agent_link_core.harness.SendOption`); every handler
+is a :attr:`~agent_link_core.tools.registry.ToolSpec.handler`."""
 
 from __future__ import annotations
 

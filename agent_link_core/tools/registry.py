@@ -1,11 +1,5 @@
-"""MCP tool records, argument validation and the result contract (docs/behaviour.md §3-4).
-
-Every tool returns one JSON object: ``{"ok": true, ...fields, "warnings"?: [...]}`` or
-``{"ok": false, "error": {code, message, details?, hint?}}``. Arguments are checked against the
-tool's JSON schema before its handler runs (:func:`validate_arguments`); a result is checked
-against its output schema before it leaves, since MCP clients reject ``structuredContent`` that
-does not match ``outputSchema`` (:func:`call_tool`).
-"""
+"""MCP tool records, argument validation (:func:`validate_arguments`) and the result contract
+(:func:`call_tool`; docs/behaviour.md §3-4)."""
 
 from __future__ import annotations
 
@@ -196,12 +190,8 @@ def _remembered_path() -> str | None:
 
 
 def check_schema(schema: Any) -> None:
-    """``Draft202012Validator.check_schema(schema)``, remembering the schemas found valid.
-
-    Every process that lists the tools checks the same ~90 schemas (about half a second of CPU):
-    a valid schema's key is kept for the process and appended to :func:`_remembered_path`, so
-    it is not checked again. An invalid schema, or one that is not plain JSON, is checked every
-    time; a cache file that cannot be read or written only costs the check.
+    """``Draft202012Validator.check_schema(schema)``, remembering the valid schemas (for the process and in
+    :func:`_remembered_path`): every process that lists the tools checks the same ~90 schemas, about half a second of CPU.
 
     :param schema: the schema (a JSON object as Python dicts and lists).
     :raises jsonschema.exceptions.SchemaError: the schema is invalid.
