@@ -99,7 +99,10 @@ class AgentLinkGroup(click.Group):
             self._load_plugin_commands(ctx, for_health=cmd_name == "health")
         command = super().get_command(ctx, cmd_name)
         if getattr(command, "sender", False):  # a plugin's command with --from: its real one takes the options
-            command = command.load(ctx)  # type: ignore[union-attr]
+            try:
+                command = command.load(ctx)  # type: ignore[union-attr]
+            except SystemExit:  # it cannot load (said, reported): running it says so again; a listing goes on
+                pass
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
             try:
                 command.params += [click_param(p) for p in sender_params(plugin_hooks(ctx).harnesses(), {p.name for p in command.params})]

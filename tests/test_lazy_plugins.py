@@ -27,6 +27,7 @@ from agent_link_core.tools.registry import ToolSpec
 
 agent_link_register_commands = commands(
     command("heavy-report", "agent_link_heavy.heavy:report", "Print the heavy report."),
+    command("heavy-wait", "agent_link_heavy.heavy:report", "Wait for the heavy report.", sender=True),
 )
 agent_link_register_tools = registers([
     ToolSpec("heavy_report", "The heavy report.", {"type": "object", "properties": {}, "additionalProperties": False},
@@ -55,12 +56,16 @@ def test_a_declared_command_whose_module_fails_breaks_only_itself(site: Path) ->
     helped = cli(site, "--help")
     assert helped.returncode == 0, helped.stderr
     assert "heavy-report" in helped.stdout and "Print the heavy report." in helped.stdout
+    assert "heavy-wait" in helped.stdout  # looked up to take the sender options: it cannot load, the listing goes on
 
     ran = cli(site, "heavy-report")
     assert ran.returncode == 1
     lines = said(ran.stderr)
     assert len(lines) == 1 and "Traceback" not in ran.stderr, ran.stderr
     assert "'heavy'" in lines[0] and "enormous_dependency" in lines[0] and "AGENT_LINK_DISABLE_PLUGINS=heavy" in lines[0]
+
+    waited = cli(site, "heavy-wait")
+    assert waited.returncode == 1 and "Traceback" not in waited.stderr and "enormous_dependency" in waited.stderr, waited.stderr
 
     sent = cli(site, "send", "test:bob", "still works")  # the core's commands are untouched
     assert sent.returncode == 0, sent.stderr
