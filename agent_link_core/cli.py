@@ -3,6 +3,7 @@ helpers, re-exported here). A core command is imported only when it runs or a he
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any, Callable
 
@@ -99,10 +100,8 @@ class AgentLinkGroup(click.Group):
             self._load_plugin_commands(ctx, for_health=cmd_name == "health")
         command = super().get_command(ctx, cmd_name)
         if getattr(command, "sender", False):  # a plugin's command with --from: its real one takes the options
-            try:
+            with contextlib.suppress(SystemExit):  # one that cannot load (said, reported): a listing goes on
                 command = command.load(ctx)  # type: ignore[union-attr]
-            except SystemExit:  # it cannot load (said, reported): running it says so again; a listing goes on
-                pass
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
             try:
                 command.params += [click_param(p) for p in sender_params(plugin_hooks(ctx).harnesses(), {p.name for p in command.params})]
