@@ -48,12 +48,6 @@ def _print_health(h: dict[str, Any]) -> None:
     for c in h["env"]["conflicts"]:
         click.echo(f"  conflict: {c['ignored']} ignored, {c['winner']} wins")
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
-    legacy = (h.get("sections") or {}).get("legacyState") or {}  # the legacy plugin's section
-    # files agent-link writes itself (writtenByAgentLink: roles.json ...) are no file of the original's
-    theirs = [f for f in legacy.get("files") or () if not f.get("writtenByAgentLink")]
-    if theirs:
-        click.echo(f"  original's files: {len(theirs)}, {legacy.get('pending', 0)} not imported"
-                   + (f" ({legacy['hint']})" if legacy.get("hint") else ""))
 
 
 @command(JSON, NDJSON, option("--forget-state-dirs", flag=True, help="Forget the other state dirs agent-link processes used lately"

@@ -17,8 +17,8 @@ def legacy_state(app: App) -> dict[str, Any]:
 
     ``files[]``: ``{importer, path, bytes, imported, importedAt?, changedSinceImport,
     writtenByAgentLink?}``; ``pending``: files never imported or changed since, except those
-    agent-link writes itself (:meth:`LegacyImporter.own_paths`); then ``hint`` names the command.
-    Cheap: a few ``stat`` calls and one query.
+    agent-link writes itself (:meth:`LegacyImporter.own_paths`); then ``hint`` names the command;
+    ``summary``: health's line for them, when any of the original's own files exists. Cheap: a few ``stat`` calls and one query.
     """
     from agent_link_core.mailbox import iso
 
@@ -58,4 +58,6 @@ def legacy_state(app: App) -> dict[str, Any]:
     out: dict[str, Any] = {"sourceDir": source, "files": files, "pending": len(pending)}
     if pending:
         out["hint"] = "Run `agent-link import-legacy --dry-run`, then `agent-link import-legacy`, to fold them into the database."
+    if theirs := [f for f in files if not f.get("writtenByAgentLink")]:
+        out["summary"] = f"original's files: {len(theirs)}, {len(pending)} not imported" + (f" ({out['hint']})" if pending else "")
     return out
