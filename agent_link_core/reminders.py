@@ -19,12 +19,8 @@ SWEEP_INTERVAL_MS = 15_000
 
 
 class ClaimedReminders:
-    """Reminder numbers this process won and must now show.
-
-    :param address: the session address reminded (``<harness>:<id>``).
-    :param items: ``[(message id, reminder number n ≥ 1, sender address)]``, oldest first.
-    :param limit: the configured reminder limit (reminder ``n`` of ``limit``).
-    """
+    """Reminder numbers this process won and must now show to ``address`` (``<harness>:<id>``): ``items`` ``[(message id,
+    reminder number n ≥ 1, sender address)]`` oldest first, each ``n`` of ``limit`` (the configured reminder limit)."""
 
     __slots__ = ("address", "items", "limit")
 
@@ -38,12 +34,8 @@ class ClaimedReminders:
 
 
 class DueReminders:
-    """The reminders due now for one session; nothing is claimed until :meth:`claim`.
-
-    :param mailbox: the :class:`~agent_link_core.mailbox.Mailbox` they were read from.
-    :param address: the session address (``<harness>:<id>``).
-    :param due: ``[(message row, MessageState)]`` from ``Mailbox.due_reminders``.
-    """
+    """The reminders due now for the session ``address`` (``<harness>:<id>``), read from ``mailbox``: ``due`` ``[(message row,
+    MessageState)]`` from ``Mailbox.due_reminders``; nothing is claimed until :meth:`claim`."""
 
     __slots__ = ("address", "due", "mailbox")
 
@@ -91,12 +83,8 @@ def due_for(mailbox: Mailbox, address: str, now: int | None = None) -> DueRemind
 
 
 async def sweep(app: Any) -> int:
-    """Offer every session of a loaded harness its due reminders, through the plugins that push reminders themselves; a plugin
-    that raises is logged (what it claimed stays claimed) and the sweep goes on.
-
-    :param app: the process's :class:`~agent_link_core.app.App`.
-    :returns: how many sessions a plugin reported as reminded.
-    """
+    """Offer every session of a loaded harness of ``app`` its due reminders, through the plugins that push reminders; one that
+    raises is logged (what it claimed stays claimed). Returns how many sessions a plugin reported as reminded."""
     reminded = 0
     for address in app.mailbox.reminder_recipients():
         if address.split(":", 1)[0] not in app.harnesses:

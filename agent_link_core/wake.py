@@ -1,8 +1,6 @@
 """Wake-ups across processes: a waiter sleeps until any agent-link process commits a change (docs/storage.md, "Waits wake on
-the commit": one FIFO per waiter in ``<database>-waiters/``, a byte written to each after every commit).
-
-A FIFO gets its final name only once its waiter holds it open, so a live one never looks stale. Only light standard
-modules are imported: the hook fast path writes through the store.
+the commit"). A FIFO gets its final name only once its waiter holds it open, so a live one never looks stale. Only light
+standard modules: the hook fast path writes through the store.
 """
 
 from __future__ import annotations
@@ -60,9 +58,7 @@ def _poke(path: str) -> bool:
 
 class Wakeup:
     """One waiter's FIFO in :func:`waiters_dir` of the database at ``db_path``; a context manager. Make it *before* the first read a
-    wait depends on, then alternate reading and :meth:`wait` (or :meth:`wait_blocking`). When no FIFO can be made the waits
-    simply sleep (callers poll).
-    """
+    wait depends on, then alternate reading and :meth:`wait`; without a FIFO the waits simply sleep (callers poll)."""
 
     def __init__(self, db_path: str | os.PathLike[str]) -> None:
         self.path: str | None = None

@@ -81,7 +81,7 @@ def visible_clause(visibility: Visibility) -> tuple[str, list[Any]]:
     if visibility.everything:
         return "1 = 1", []
     seen, params = visibility.ids_sql("m")
-    known, _ = Visibility.everything_for(None, "receipts").ids_sql("k")
+    known, _ = Visibility(None, True, "receipts").ids_sql("k")
     return (
         f"(message_id IN ({seen}) OR (message_id IS NULL OR message_id NOT IN ({known}))"
         " AND (target_address = ? OR json_extract(data, '$.actor') = ?))",

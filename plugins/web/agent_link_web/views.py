@@ -226,7 +226,7 @@ async def agents(app: App, person: str) -> dict[str, Any]:
                      "mailOnly": False, "activity": activity(s),
                      # a session another machine lists (the machines plugin): which one, and whether its listing is stale
                      "machine": s.get("machine"), "machineStale": bool(s.get("machineStale"))})
-    correspondents = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility)
+    correspondents = _recent_correspondents(app, MAIL_ADDRESS_SCAN, visibility)
     titles = session_titles(app.store.conn, [r["address"] for r in correspondents if r["address"] not in known])
     for r in correspondents:
         if r["address"] in known or r["address"] == person:
@@ -306,12 +306,44 @@ def threads(app: App, visibility: Visibility, root_ids: list[str], now: int) -> 
     return out
 
 
+
+def _recent_correspondents(app: App, scan: int, visibility: Visibility) -> list[Any]:
+    """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends that
+    ``visibility`` sees, each with its latest ``sent_at`` (epoch ms), newest first."""
+    if not visibility.everything:
+        where, params = visibility.sql("messages")
+        return app.store.conn.execute(
+            f"WITH recent AS (SELECT from_addr, recipient, sent_at FROM messages WHERE {where}"
+            " ORDER BY sent_at DESC LIMIT ?) SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address,"
+            " sent_at FROM recent UNION ALL SELECT recipient, sent_at FROM recent) GROUP BY address ORDER BY at DESC",
+            [*params, scan],
+        ).fetchall()
+    return app.store.conn.execute(
+        "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
+        " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
+        " ORDER BY at DESC",
+        (scan,),
+    ).fetchall()
+
+
+def _open_expectations(app: App, visibility: Visibility, limit: int) -> list[Any]:
+    """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most ``limit`` rows."""
+    # No index starts with ``open``: one seek per recipient on (recipient, open, sent_at): the cost follows recipients and open mail, not all mail.
+    where, params = visibility.sql("m")
+    return app.store.conn.execute(
+        "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
+        " UNION ALL SELECT (SELECT MIN(recipient) FROM messages WHERE recipient > who.r) FROM who WHERE who.r IS NOT NULL)"
+        " SELECT m.* FROM who JOIN messages m ON m.recipient = who.r AND m.open = 1"
+        f" WHERE m.anticipation != 'fyi' AND {where} ORDER BY m.sent_at, m.id LIMIT ?",
+        (*params, limit)).fetchall()
+
+
 def waiting(app: App, person: str, limit: int = WAITING_LIMIT) -> list[dict[str, Any]]:
     """What waits on whom: open reply/action mail the person may read, oldest first, each as
     ``{id, from (who waits), to (who owes the answer), anticipation, status, sentAt, ago,
     replyBy, due (words: "due in 5 min", "overdue by 2 h", None without a deadline),
     overdue (bool), preview}``."""
-    rows = app.mailbox.open_expectations(person_view(app, person), limit)
+    rows = _open_expectations(app, person_view(app, person), limit)
     now = now_ms()
     out = []
     for r, state in zip(rows, app.mailbox.states(rows, now), strict=True):
@@ -378,7 +410,7 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
         titles = session_titles(app.store.conn, [row["from_addr"], row["recipient"]])
     meta = json.loads(row["metadata"] or "{}")
     events = []
-    for e in app.mailbox.events(row["id"]) if trail is None else trail:
+    for e in app.mailbox.events_of([row["id"]])[row["id"]] if trail is None else trail:
         data = e["data"]
         evidence = data.get("evidence") if isinstance(data, dict) else None
         extra = {k: v for k, v in data.items() if k != "evidence"} if isinstance(data, dict) else {}
