@@ -44,8 +44,7 @@ def batches(ids: Sequence[str]) -> Iterator[tuple[list[str], str]]:
 
 
 def new_message_id() -> str:
-    """A new ULID (48 bits of epoch ms, 80 random bits), increasing within the process; not python-ulid's, whose import reads
-    package metadata (a large share of a CLI send)."""
+    """A new ULID (48 bits of epoch ms, 80 random bits), increasing within the process (python-ulid's import slows a CLI send)."""
     with _id_lock:
         ms, rand = time.time_ns() // 1_000_000, int.from_bytes(os.urandom(10), "big")
         if ms <= _last_id[0]:
@@ -61,8 +60,7 @@ def _crockford(value: int) -> str:
 
 
 def ulid_of_uuid(value: str) -> str | None:
-    """The ULID holding the same 128 bits as the UUID ``value`` (any case, hyphens or not), or None for a non-UUID: a script can
-    retry and ask for status with the UUID it sent with."""
+    """The ULID holding the 128 bits of the UUID ``value`` (any case, hyphens or not; a fixed mapping), or None for a non-UUID."""
     import uuid
 
     try:
@@ -214,14 +212,8 @@ class Visibility:
         """True when this reader may see the message ``row`` (a row or dict of ``messages``)."""
         return self.everything or (bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"]))
 
-    def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
-        """A subquery of the ids of the messages this reader sees, and its parameters (``message_id IN (<subquery>)``)."""
-        where, params = self.sql(table)
-        return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
-
     def require(self, row: Any, what: str = "this message") -> None:
-        """``permission_denied`` (reason ``not_participant``) unless :meth:`allows` ``row``; ``what`` names what was asked for
-        (``the status of <id>``)."""
+        """``permission_denied`` (reason ``not_participant``) unless :meth:`allows` ``row``; ``what``: what was asked for."""
         if not self.allows(row):
             raise AgentLinkError(
                 "permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
@@ -245,8 +237,7 @@ class MessageState:
 
 
 class Mailbox(MailFollowUp):
-    """Message operations over one :class:`~agent_link_core.store.Store` with the parsed ``config``; ``hooks``: the plugin
-    facade, or None on the hook fast path (no events, no plugins)."""
+    """Message operations over one :class:`~agent_link_core.store.Store`; ``hooks`` None on the hook fast path (no events, no plugins)."""
 
     def __init__(self, store: Store, config: Config, hooks: Hooks | None = None) -> None:
         self.store, self.config, self.hooks = store, config, hooks
@@ -266,25 +257,9 @@ class Mailbox(MailFollowUp):
             return Visibility(address, True, "inspect_all")
         return Visibility(address if address and is_address(address) else None)
 
-    def events_of(self, message_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """The audit trails of messages: ``{message id: [{seq, kind, at (ISO), actor, via, data (decoded)}] oldest first}``."""
-        trails: dict[str, list[dict[str, Any]]] = {i: [] for i in message_ids}
-        for chunk, marks in batches(list(trails)):
-            for r in self.store.conn.execute(
-                f"SELECT message_id, seq, kind, at, actor, via, data FROM message_events WHERE message_id IN ({marks}) ORDER BY seq",
-                chunk,
-            ):
-                trails[r["message_id"]].append({"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"],
-                                                "via": r["via"], "data": json.loads(r["data"] or "{}")})
-        return trails
-
-    def last_event_seq(self, visibility: Visibility | None = None) -> int:
-        """The newest audit event's sequence number (0 for none; of the messages ``visibility`` sees, if given): readers poll it."""
-        if visibility is None or visibility.everything:
-            return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
-        ids, params = visibility.ids_sql("m")
-        return int(self.store.conn.execute(
-            f"SELECT COALESCE(MAX(seq), 0) FROM message_events WHERE message_id IN ({ids})", params).fetchone()[0])
+    def last_event_seq(self) -> int:
+        """The newest audit event's sequence number (0 for none): it grows with every committed change, so readers poll it."""
+        return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
@@ -391,34 +366,21 @@ class Mailbox(MailFollowUp):
             return "pending", None, False
         return "pending", next_due, now >= next_due
 
-    def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, body: bool = False,
-                meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """The public, body-free description of a message (inbox, status, inspect); ``meta``: its decoded metadata, if known."""
         state = state or self.state(row)
         meta = json.loads(row["metadata"] or "{}") if meta is None else meta
         reminders = None if row["anticipation"] == "fyi" else {
-            "count": state.reminder_count,
-            "limit": self.config.reminder_limit,
+            "count": state.reminder_count, "limit": self.config.reminder_limit,
             "lastAt": iso(state.last_reminder_at) if state.last_reminder_at else None,
             "nextDueAt": iso(state.next_due_at) if state.next_due_at else None,
         }
         view: dict[str, Any] = {
-            "id": row["id"],
-            "from": row["from_addr"],
-            "fromHarness": address_scheme(row["from_addr"]),
-            "fromVerified": meta.get("sender", {}).get("verified", False),
-            "to": row["recipient"],
-            "addressedTo": row["to_addr"],
-            "sentAt": iso(row["sent_at"]),
-            "anticipation": row["anticipation"],
-            "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
-            "inReplyTo": row["reply_to"],
-            "delivery": state.delivery,
-            "deliveredAt": iso(row["delivered_at"]) if row["delivered_at"] else None,
-            "status": state.status,
-            "resolution": state.resolution,
-            "reminders": reminders,
-            "bodyBytes": row["body_bytes"],
+            "id": row["id"], "from": row["from_addr"], "fromHarness": address_scheme(row["from_addr"]),
+            "fromVerified": meta.get("sender", {}).get("verified", False), "to": row["recipient"], "addressedTo": row["to_addr"],
+            "sentAt": iso(row["sent_at"]), "anticipation": row["anticipation"], "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
+            "inReplyTo": row["reply_to"], "delivery": state.delivery, "deliveredAt": iso(row["delivered_at"]) if row["delivered_at"] else None,
+            "status": state.status, "resolution": state.resolution, "reminders": reminders, "bodyBytes": row["body_bytes"],
         }
         if state.delivery_note:
             view["deliveryNote"] = state.delivery_note
@@ -427,15 +389,13 @@ class Mailbox(MailFollowUp):
         for key in ("correlationId", "senderProject", "senderLabel", "clientMessageId"):  # set by the sender
             if key in meta.get("fingerprint", {}):
                 view[key] = meta["fingerprint"][key]
-        if body:
-            view["body"] = row["body"]
         return view
 
-    def to_views(self, rows: Sequence[sqlite3.Row], *, body: bool = False, now: int | None = None,
+    def to_views(self, rows: Sequence[sqlite3.Row], *, now: int | None = None,
                  metas: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
         """:meth:`to_view` of every row, their states read together at ``now`` (epoch ms); ``metas``: decoded metadata, if known."""
         metas = [None] * len(rows) if metas is None else metas
-        return [self.to_view(row, state, body=body, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
+        return [self.to_view(row, state, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
 
     def envelope(self, row: sqlite3.Row, message: dict[str, Any] | None = None) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message (``message``: its :meth:`row_dict`, if made)."""
@@ -522,8 +482,7 @@ class Mailbox(MailFollowUp):
         return bool(self.mark_many_delivered([message_id], via, evidence))
 
     def mark_many_delivered(self, message_ids: Sequence[str], via: str, evidence: dict[str, Any] | None = None) -> list[str]:
-        """:meth:`mark_delivered` of several messages in one write transaction, each with its own ``delivered`` event: the ids newly
-        marked, in the order given."""
+        """:meth:`mark_delivered` of several messages in one write transaction: the ids newly marked, in the order given."""
         if not message_ids:  # nothing to write: a file that refuses writes is not asked to
             return []
         at = now_ms()
@@ -580,8 +539,7 @@ class Mailbox(MailFollowUp):
 
     def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str | None = None, *,
                     if_new: bool = False) -> sqlite3.Row | None:
-        """Write a message row and its ``sent`` event in the caller's transaction: the row, or with ``if_new`` None when the id
-        exists. ``digest`` defaults to ``msg``'s :func:`content_hash` without its fingerprint (a reply's)."""
+        """Write a message row and its ``sent`` event in the caller's transaction: the row (with ``if_new`` None when the id exists)."""
         if digest is None:
             digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to)
         meta = {**msg.metadata, "sender": {"source": msg.sender.source, "verified": msg.sender.verified}}

@@ -53,13 +53,9 @@ class DueReminders:
         return self.address.split(":", 1)[1]
 
     def claim(self, via: str, *, wait: bool = True) -> ClaimedReminders | None:
-        """Claim the next reminder number of each due message for this process.
-
-        :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-push``...), recorded with the ``reminded`` event.
-        :param wait: False on a path that must not wait for another process's write lock (a prompt hook): claiming stops while it
-            is taken, and the rest stay due.
-        :returns: the numbers won, or None when another process won them all (or the lock was taken): the caller then shows nothing.
-        """
+        """Claim the next reminder number of each due message: the numbers won, or None (show nothing) when another process won
+        them all. ``via``: how it is shown (``<harness>-prompt-hook`` ...), recorded with the ``reminded`` event; ``wait`` False (a
+        prompt hook): claiming stops while another process holds the write lock, and the rest stay due."""
         items = []
         for row, state in self.due:
             n = state.reminder_count + 1

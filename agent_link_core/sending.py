@@ -228,8 +228,7 @@ class Outbox:
                         warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
 
     async def refresh_delivery(self, message_id: str) -> bool:
-        """Ask the recipient's harness for late evidence of an ``accepted`` or ``unknown`` push (never pushes); True when the
-        message became delivered now."""
+        """Record late evidence of an ``accepted`` or ``unknown`` push from the recipient's harness (never pushes); True if found."""
         row = self.mailbox.get_row(message_id)
         if row is None or row["first_delivered_at"] is not None or self.mailbox.push_outcome(message_id) not in ("accepted", "unknown"):
             return False
@@ -303,21 +302,16 @@ class Outbox:
         state = self.mailbox.state(self.mailbox.stored(row["id"]))
         res = state.resolution or {}
         return {
-            "messageId": reply_row["id"] if reply_row is not None else None,
-            "replyToMessageId": row["id"],
+            "messageId": reply_row["id"] if reply_row is not None else None, "replyToMessageId": row["id"],
             "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
             "delivery": "none" if reply_row is None else "delivered" if (delivery is not None and delivery.delivered)
             or reply_row["first_delivered_at"] is not None else "queued",
-            "resolution": state.resolution,
-            "status": state.status,
-            "late": bool(res.get("late")),
-            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
-            **extra,
+            "resolution": state.resolution, "status": state.status, "late": bool(res.get("late")),
+            "anticipation": reply_row["anticipation"] if reply_row is not None else None, **extra,
         }
 
     def _answered_before(self, caller: Caller, row: Any, reply_id: str, kind: str, reply: OutgoingMessage | None) -> bool:
-        """Whether an earlier call resolved ``row`` as this one asks under ``reply_id`` (a retry); ``invalid_arguments`` (rule
-        ``idempotency``) when ``reply_id`` holds another message or answer."""
+        """Whether an earlier call under ``reply_id`` resolved ``row`` as this one asks; ``invalid_arguments`` (``idempotency``) if not."""
         stored = self.mailbox.get_row(reply_id)
         resolution = self.mailbox.state(row).resolution
         if stored is None:
@@ -352,18 +346,11 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     state = outcome.state if outcome.state is not None else app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {
-        "messageId": row["id"],
-        "to": row["recipient"],
-        "harness": address_scheme(row["recipient"]),
-        "delivery": state.delivery if state.delivery != "acknowledged" else "delivered",
-        "deliveredVia": row["delivered_via"],
+        "messageId": row["id"], "to": row["recipient"], "harness": address_scheme(row["recipient"]),
+        "delivery": state.delivery if state.delivery != "acknowledged" else "delivered", "deliveredVia": row["delivered_via"],
         "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued"),
-        "anticipation": row["anticipation"],
-        "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
-        "inReplyTo": row["reply_to"],
-        "messageStatus": state.status,
-        "duplicate": not outcome.created,
-        "via": outcome.via,
+        "anticipation": row["anticipation"], "replyBy": iso(row["reply_by"]) if row["reply_by"] else None, "inReplyTo": row["reply_to"],
+        "messageStatus": state.status, "duplicate": not outcome.created, "via": outcome.via,
     }
     if state.delivery_note:
         out["deliveryNote"] = state.delivery_note

@@ -204,8 +204,7 @@ def not_ours_error(path: str, why: str) -> AgentLinkError:
 
 
 def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> None:
-    """Write ``<path>.damaged`` (0600) naming the damaged file by ``identity`` ``(device, inode)`` (None: the file now at ``path``);
-    every process then refuses writes to that file."""
+    """Write ``<path>.damaged`` naming the damaged file's ``identity`` ``(dev, inode)`` (None: the file at ``path``): all stop writing."""
     try:
         if identity is None:
             st = os.stat(path)
@@ -286,8 +285,7 @@ class Store:
                     os.unlink(name)
 
     def _check_file(self) -> None:
-        """Refuse a path that is not a regular, non-empty file, by ``stat`` alone: opening and closing it would drop this process's
-        POSIX locks on it (https://www.sqlite.org/howtocorrupt.html 2.2)."""
+        """Refuse a path that is not a regular, non-empty file by ``stat`` alone (opening it would drop this process's POSIX locks)."""
         if not os.path.isfile(self.path):
             raise not_ours_error(self.path, "it is a directory or a special file")
         if os.path.getsize(self.path) == 0:

@@ -25,8 +25,7 @@ def waiters_dir(db_path: str | os.PathLike[str]) -> str:
 
 
 def notify(db_path: str | os.PathLike[str]) -> int:
-    """Wake every process waiting on the database at ``db_path``: one byte to each live FIFO, never blocking; FIFOs whose waiter
-    is gone are removed. Never raises. Returns how many waiters were woken."""
+    """Wake every process waiting on the database at ``db_path`` (a byte to each live FIFO; stale ones removed): how many. Never raises."""
     folder = waiters_dir(db_path)
     try:
         entries = os.scandir(folder)
@@ -91,8 +90,7 @@ class Wakeup:
                 pass
 
     async def wait(self, timeout_s: float) -> bool:
-        """Sleep until a commit wakes this waiter or ``timeout_s`` (seconds) passes; drains. True when woken by a commit, False on
-        timeout (or when no FIFO could be made)."""
+        """Sleep until a commit wakes this waiter (True) or ``timeout_s`` (seconds) passes (False; also without a FIFO); drains."""
         import asyncio
 
         if self.fd is None:
