@@ -1,8 +1,6 @@
-"""The ``message_events`` every change leaves and what happens to a message after delivery
-(docs/behaviour.md §8): its one resolution, reminders, nudges, handovers and status transitions; a base of
-:class:`~agent_link_core.mailbox.Mailbox`. A change's event goes to the ``agent_link_record_event`` observers inside its
-transaction, to ``agent_link_on_event`` after the commit.
-"""
+"""The ``message_events`` every change leaves and what happens to a message after delivery (docs/behaviour.md §8): its one
+resolution, reminders, nudges, handovers and status transitions; a base of :class:`~agent_link_core.mailbox.Mailbox`. A change's
+event goes to the ``agent_link_record_event`` observers inside its transaction, to ``agent_link_on_event`` after the commit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Records passed between the core and plugins around a message; apart from :mod:`agent_link_core.mailbox` so the hook
-fast path imports no typing."""
+"""Records passed between the core and plugins around a message; apart from :mod:`agent_link_core.mailbox` so the hook fast path imports no typing."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Sending and answering: store a message, push it to its recipient's harness, resolve a message with a reply; one
-:class:`Outbox` per App (``app.outbox``). A send has exactly one outcome (``delivered``, ``accepted``, ``queued``,
-``rejected`` or ``unknown``; docs/delivery-states.md)."""
+"""Sending and answering: store a message, push it to its recipient's harness, resolve a message with a reply; one :class:`Outbox`
+per App (``app.outbox``). A send has exactly one outcome (``delivered``, ``accepted``, ``queued``, ``rejected`` or ``unknown``;
+docs/delivery-states.md)."""
 
 from __future__ import annotations
 
