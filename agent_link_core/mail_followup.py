@@ -1,8 +1,6 @@
-"""The ``message_events`` every change leaves (with the push claims kept in them) and what happens to a message after delivery
-(docs/behaviour.md §8): its one resolution, reminders, nudges, handovers and status transitions; a base of
-:class:`~agent_link_core.mailbox.Mailbox`. A change's event goes to the ``agent_link_record_event`` observers inside its
-transaction, to ``agent_link_on_event`` after the commit.
-"""
+"""The ``message_events`` every change leaves and what happens to a message after delivery (docs/behaviour.md §8): its one
+resolution, reminders, nudges, handovers and status transitions; a base of :class:`~agent_link_core.mailbox.Mailbox`. A change's
+event goes to the ``agent_link_record_event`` observers inside its transaction, to ``agent_link_on_event`` after the commit."""
 
 from __future__ import annotations
 
@@ -31,7 +29,7 @@ PUSH_EVENT_KINDS = "('delivery_unknown', 'delivery_accepted', 'delivery_settled'
 
 
 class MailFollowUp:
-    """Events, push claims, resolutions, reminders, nudges, handovers and status transitions; not used alone."""
+    """Events, resolutions, reminders, nudges, handovers and status transitions; not used alone."""
 
     store: Store
     config: Config
@@ -50,8 +48,7 @@ class MailFollowUp:
             self._event(conn, message_id, kind, now_ms(), actor, via, data)
 
     def push_outcome(self, message_id: str) -> str:
-        """How delivery stands for a sender: ``delivered``, ``accepted`` (the host took the push and will show it; never pushed
-        again), ``unknown`` (the last push may have landed, unconfirmed) or ``queued``."""
+        """How delivery stands for a sender: ``delivered``, ``accepted``, ``unknown`` or ``queued`` (docs/delivery-states.md)."""
         row = self.get_row(message_id)
         if row is not None and row["first_delivered_at"] is not None:
             return "delivered"
@@ -60,39 +57,6 @@ class MailFollowUp:
             (message_id,),
         ).fetchone()
         return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(last[0] if last else "", "queued")
-
-    def claim_push(self, message_id: str, holder: dict[str, Any], *, replacing: int | None = None) -> dict[str, Any] | None:
-        """Take the message's push claim before a harness writes it to its host, so two processes (or a resend after a crash) never
-        push it at once. Atomic across processes: ``push_claimed`` with ``holder`` (JSON-able, e.g. ``{"pid", "procStart"}``) is
-        appended only when no claim is open, or when the open one is ``replacing`` (its ``seq``: a claim whose process the caller
-        found dead; settled as ``orphaned`` first).
-
-        :returns: None when the claim is now ours; else the open claim's ``{"seq", "at" (ms), "holder"}`` (the caller decides from
-            ``holder`` whether its process lives).
-        """
-        with self.store.write() as conn:
-            last = conn.execute(
-                "SELECT seq, kind, at, data FROM message_events WHERE message_id = ?"
-                " AND kind IN ('push_claimed', 'push_settled') ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
-            at = now_ms()
-            if last is not None and last["kind"] == "push_claimed":
-                if replacing is None or last["seq"] != replacing:
-                    return {"seq": last["seq"], "at": last["at"], "holder": json.loads(last["data"] or "{}")}
-                self._event(conn, message_id, "push_settled", at, None, None, {"outcome": "orphaned", "claim": replacing})
-            self._event(conn, message_id, "push_claimed", at, None, None, holder)
-        return None
-
-    def settle_push(self, message_id: str, outcome: str, data: dict[str, Any] | None = None) -> None:
-        """Close the open push claim with what the push came to (``outcome``: a harness's word, e.g. ``delivered``, ``pushed``,
-        ``failed``, ``held``); a later :meth:`claim_push` may take it again."""
-        self.record_event(message_id, "push_settled", None, None, {"outcome": outcome, **(data or {})})
-
-    def last_push_settled(self, message_id: str) -> dict[str, Any] | None:
-        """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or None when no push of it was ever settled."""
-        row = self.store.conn.execute(
-            "SELECT data FROM message_events WHERE message_id = ? AND kind = 'push_settled' ORDER BY seq DESC LIMIT 1",
-            (message_id,)).fetchone()
-        return json.loads(row["data"] or "{}") if row is not None else None
 
     @staticmethod
     def _resolved(conn: sqlite3.Connection, message_id: str) -> bool:
@@ -129,15 +93,12 @@ class MailFollowUp:
         self, message_id: str, caller: Caller, kind: str, *, reason: str | None = None,
         reply: OutgoingMessage | None = None, result: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], sqlite3.Row | None]:
-        """Resolve a message exactly once, by its recipient; the reply (if any) is stored in the same transaction as the resolution.
+        """Resolve a message once, by its recipient (docs/behaviour.md §8), storing ``reply`` (if any) in the same transaction.
 
-        :param kind: ``reply``, ``decline`` or ``done``.
-        :param reason: the decline reason or the note of ``done``.
-        :param reply: the reply message to store with it (for ``reply`` / ``decline``).
+        :param kind: ``reply``, ``decline`` or ``done``; ``reason``: the decline reason or the note of ``done``.
         :param result: the reply's send-result fields, handed to observers of its ``sent`` event.
         :returns: ``(resolution view, reply row or None)``.
-        :raises AgentLinkError: ``not_found``; ``wrong_recipient`` when ``caller`` is not the current recipient; ``already_resolved``
-            for a second resolution.
+        :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``.
         """
         row = self.require(message_id)
         _check_recipient(message_id, row["recipient"], caller)
@@ -195,11 +156,8 @@ class MailFollowUp:
             "SELECT DISTINCT recipient FROM messages WHERE open = 1 AND delivered_at IS NOT NULL AND anticipation != 'fyi' ORDER BY recipient")]
 
     def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
-        """Claim reminder number ``n`` for a message; True only for the one process that wins.
-
-        :param wait: False on a path that must not wait for another writer (a host's prompt hook): ``state_busy`` at once when the
-            write lock is taken.
-        """
+        """Claim reminder number ``n`` for a message; True only for the one process that wins. ``wait`` False (a prompt hook):
+        ``state_busy`` at once while another process holds the write lock."""
         at = now_ms()
         with self.store.write(wait=wait) as conn:
             cur = conn.execute(
@@ -214,22 +172,16 @@ class MailFollowUp:
         return True
 
     def release_reminder(self, message_id: str, n: int, to: str) -> None:
-        """Give back reminder ``n`` that :meth:`record_reminder` claimed but whose text never reached the session: it is due again,
-        and a ``reminder_unshown`` event says why.
-
-        :raises AgentLinkError: ``state_busy`` / ``state_io_error`` when the write fails.
-        """
+        """Give back reminder ``n`` that :meth:`record_reminder` claimed but whose text never reached the session (due again; a
+        ``reminder_unshown`` event says why). ``state_busy`` / ``state_io_error`` when the write fails."""
         with self.store.write(wait=False) as conn:
             cur = conn.execute("DELETE FROM reminders WHERE message_id = ? AND n = ? AND to_addr = ?", (message_id, n, to))
             if cur.rowcount == 1:
                 self._event(conn, message_id, "reminder_unshown", now_ms(), to, None, {"n": n})
 
     def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
-        """Claim the one blocking nudge (e.g. a Stop-hook block) allowed per interval: False when a block for ``recipient``
-        happened less than one interval ago (two processes racing at a bucket boundary still produce one block).
-
-        :param wait: False to raise ``state_busy`` at once instead of waiting for another writer's lock (the hook path).
-        """
+        """Claim the one blocking nudge (a Stop-hook block) allowed per interval: False when ``recipient`` had one within the
+        interval (racing processes still produce one). ``wait`` False: ``state_busy`` at once while another holds the lock."""
         now = now_ms() if now is None else now
         interval = self.config.reminder_interval_ms
         with self.store.write(wait=wait) as conn:
@@ -250,11 +202,8 @@ class MailFollowUp:
         ).fetchone() is not None
 
     def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
-        """Move an open message to another recipient (role handover); True if moved. The reminder count is kept (the cap is not
-        reset); for the new holder it is undelivered.
-
-        :param wait: False on a read path: ``state_busy`` at once while another process holds the write lock.
-        """
+        """Move an open message to another recipient (role handover; undelivered for it, reminder count kept); True if moved.
+        ``wait`` False (a read path): ``state_busy`` at once while another process holds the write lock."""
         at = now_ms()
         with self.store.write(wait=wait) as conn:
             row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
@@ -271,8 +220,7 @@ class MailFollowUp:
         return True
 
     def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
-        """Record, once across all processes, that a message became unresolved or expired (statuses are computed on read, so the
-        first reader to see it records it)."""
+        """Record, once across all processes, that a message became unresolved or expired (the first reader to see it does)."""
         if state.status not in ("unresolved", "expired"):
             return
         if self.store.conn.execute(

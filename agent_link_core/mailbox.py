@@ -27,17 +27,6 @@ if TYPE_CHECKING:
     from agent_link_core.records import Event, OutgoingMessage
     from agent_link_core.store import Store
 
-_RECORDS = ("Event", "OutgoingMessage", "SendContext", "EnvelopeContribution")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RECORDS:  # lazily: the records import typing, which the hook path does not
-        from agent_link_core import records
-
-        return getattr(records, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 MIN_REPLY_BY_LEAD_MS = 30_000
 #: ids per query when a read asks about many messages (:func:`batches`)
 STATE_BATCH = 500
@@ -55,8 +44,7 @@ def batches(ids: Sequence[str]) -> Iterator[tuple[list[str], str]]:
 
 
 def new_message_id() -> str:
-    """A new ULID (26 Crockford base-32 characters: 48 bits of epoch ms, 80 random bits), increasing within the process as python-ulid's
-    ``ULID()`` is. Made here because importing python-ulid reads package metadata, a large share of a CLI send."""
+    """A new ULID (48 bits of epoch ms, 80 random bits), increasing within the process (python-ulid's import slows a CLI send)."""
     with _id_lock:
         ms, rand = time.time_ns() // 1_000_000, int.from_bytes(os.urandom(10), "big")
         if ms <= _last_id[0]:
@@ -72,8 +60,7 @@ def _crockford(value: int) -> str:
 
 
 def ulid_of_uuid(value: str) -> str | None:
-    """The ULID holding the same 128 bits as the UUID ``value`` (any case, hyphens or not), or None when ``value`` is not a UUID.
-    The mapping is fixed, so a script that sends with ``--message-id <uuid>`` can retry and ask for status with the same UUID."""
+    """The ULID holding the 128 bits of the UUID ``value`` (any case, hyphens or not; a fixed mapping), or None for a non-UUID."""
     import uuid
 
     try:
@@ -83,10 +70,8 @@ def ulid_of_uuid(value: str) -> str | None:
 
 
 def parse_iso_ms(value: str, path: str) -> int:
-    """Parse an ISO 8601 timestamp that carries a timezone into epoch ms (``path``: the argument's name, for the error).
-
-    :raises AgentLinkError: ``invalid_arguments`` (rule ``format`` or ``timezone``, with an ``example`` of a valid value).
-    """
+    """Parse an ISO 8601 timestamp that carries a timezone into epoch ms (``path``: the argument's name, for the error);
+    ``invalid_arguments`` (rule ``format`` or ``timezone``, with an ``example`` of a valid value) otherwise."""
     from datetime import datetime
 
     expected = "ISO 8601 date-time with a timezone"
@@ -100,12 +85,8 @@ def parse_iso_ms(value: str, path: str) -> int:
 
 
 def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply: bool, now: int) -> tuple[str, int | None]:
-    """Validate the labels together (docs/behaviour.md §4) and apply defaults.
-
-    :param now: epoch ms; ``reply_by`` (ISO 8601 with a zone) must be 30 s or more after it.
-    :returns: ``(anticipation, reply_by_ms)``; anticipation defaults to ``fyi``, or ``reply`` with ``wait_for_reply``.
-    :raises AgentLinkError: ``invalid_arguments`` listing every failed rule.
-    """
+    """Validate the labels together (docs/behaviour.md §4; ``now`` in epoch ms) and apply defaults: ``(anticipation,
+    reply_by_ms)``, anticipation ``fyi`` or with ``wait_for_reply`` ``reply``; ``invalid_arguments`` listing every failed rule."""
     errors: list[dict[str, Any]] = []
     if anticipation is not None and anticipation not in ANTICIPATIONS:
         errors.append({"path": "anticipation", "rule": "enum", "expected": "reply | action | fyi"})
@@ -147,8 +128,7 @@ def check_body(body: str) -> str:
 
 
 def _shows_something(text: str) -> bool:
-    """Whether ``text`` has a character a reader sees: not a control, format (zero-width), separator or NUL, which the
-    envelope drops or escapes (a body of only those arrives empty)."""
+    """Whether ``text`` has a character a reader sees (not a control, zero-width, separator or NUL, which the envelope drops)."""
     if text[0].isprintable():  # the common case, without unicodedata: a printable first character (spaces are stripped)
         return True
     import unicodedata
@@ -160,8 +140,7 @@ def content_hash(
     sender: str, to: str, body: str, anticipation: str, reply_by_ms: int | None, reply_to: str | None,
     extra: dict[str, Any] | None = None,
 ) -> str:
-    """What makes two sends with the same message id "the same message" (SHA-256 hex). ``extra``: further defining fields
-    (``metadata["fingerprint"]``: TTL, correlation id ...); when empty the digest is as without it."""
+    """What makes two sends with one id "the same message" (SHA-256 hex); ``extra``: ``metadata["fingerprint"]``, if any."""
     parts: list[Any] = [sender, to, body, anticipation, reply_by_ms, reply_to]
     if extra:
         parts.append(extra)
@@ -182,8 +161,7 @@ def _sha256(data: bytes) -> Any:
 
 
 def idempotency_refusal(message_id: str, differs: list[str], path: str, expected: str) -> AgentLinkError:
-    """The ``invalid_arguments`` error (rule ``idempotency``, ``details.differs``) for an id already used for another message,
-    naming the fields that differ (``differs``; may be empty)."""
+    """``invalid_arguments`` (rule ``idempotency``, ``details.differs``: the fields that differ) for an id used for another message."""
     words = [{"from": "sender", "to": "recipient", "message": "text"}.get(name, name) for name in differs]
     what = f"its {', '.join(words)} {'differs' if len(words) == 1 else 'differ'}" if words else "its content differs"
     return invalid_arguments([{"path": path, "rule": "idempotency", "expected": expected}],
@@ -191,9 +169,8 @@ def idempotency_refusal(message_id: str, differs: list[str], path: str, expected
 
 
 def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
-    """Which fields of ``msg`` differ from the stored message ``row`` with the same id: tool argument names of the fields
-    :func:`content_hash` covers, then fingerprint keys (``ttlMs``, ``correlationId`` ...). Values are not returned: the stored
-    message may be someone else's."""
+    """Which fields of ``msg`` differ from the stored ``row`` with its id: tool argument names, then fingerprint keys (``ttlMs``
+    ...); never values (the stored message may be someone else's)."""
     given = {"from": ("from_addr", msg.sender.address), "to": ("to_addr", msg.to), "message": ("body", msg.body),
              "anticipation": ("anticipation", msg.anticipation), "replyBy": ("reply_by", msg.reply_by_ms),
              "replyToMessageId": ("reply_to", msg.reply_to)}
@@ -210,23 +187,17 @@ def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
 
 
 class Visibility:
-    """Which stored messages one reader may see: those it sent (``from_addr``) or that were addressed or handed to it (``to_addr``,
-    ``recipient``); all of them with ``everything``. Build one with :meth:`Mailbox.visible_to`; :meth:`sql` (in queries) and
-    :meth:`allows` (on rows read) apply the same rule.
+    """Which stored messages one reader may see (docs/storage.md): :meth:`sql` (in queries) and :meth:`allows` (on rows read)
+    apply the one rule. Build one with :meth:`Mailbox.visible_to`.
 
     :param address: the reader's address (None: an unidentified reader, who sees nothing).
-    :param reason: why it sees them: ``participant``, ``inspect_all`` or ``person``.
+    :param everything: all mail, for a reader allowed to see it; ``reason`` says why: ``participant``, ``inspect_all`` or ``person``.
     """
 
     __slots__ = ("address", "everything", "reason")
 
     def __init__(self, address: str | None, everything: bool = False, reason: str = "participant") -> None:
         self.address, self.everything, self.reason = address, everything, reason
-
-    @classmethod
-    def everything_for(cls, address: str | None, reason: str) -> Visibility:
-        """All mail, for a reader allowed to see it (``reason`` says why, e.g. ``person``)."""
-        return cls(address, True, reason)
 
     def sql(self, table: str = "messages") -> tuple[str, list[Any]]:
         """A WHERE fragment and its parameters for rows of ``messages`` named ``table``: e.g. ``("(m.from_addr = ? OR m.to_addr = ?
@@ -241,14 +212,8 @@ class Visibility:
         """True when this reader may see the message ``row`` (a row or dict of ``messages``)."""
         return self.everything or (bool(self.address) and self.address in (row["from_addr"], row["to_addr"], row["recipient"]))
 
-    def ids_sql(self, table: str = "m") -> tuple[str, list[Any]]:
-        """A subquery of the ids of the messages this reader sees, and its parameters (``message_id IN (<subquery>)``)."""
-        where, params = self.sql(table)
-        return f"SELECT {table}.id FROM messages {table} WHERE {where}", params
-
     def require(self, row: Any, what: str = "this message") -> None:
-        """``permission_denied`` (reason ``not_participant``) unless :meth:`allows` ``row``; ``what`` names what was asked for
-        (``the status of <id>``)."""
+        """``permission_denied`` (reason ``not_participant``) unless :meth:`allows` ``row``; ``what``: what was asked for."""
         if not self.allows(row):
             raise AgentLinkError(
                 "permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
@@ -257,11 +222,8 @@ class Visibility:
 
 
 class MessageState:
-    """The computed view of one message at a moment (nothing here is stored as such). Times are epoch ms.
-
-    ``status``: None (fyi), pending, replied, declined, done, unresolved, expired. ``delivery``: queued, accepted (the host took a
-    push but has not shown it to the model yet; ``delivery_note`` says so in words), delivered, acknowledged.
-    """
+    """The computed view of one message at a moment (times in epoch ms): ``status`` and ``delivery`` as docs/delivery-states.md
+    names them (``accepted``: the host took a push it has not shown yet; ``delivery_note`` says so in words)."""
 
     __slots__ = ("status", "delivery", "reminder_count", "last_reminder_at", "next_due_at", "due", "resolution", "delivery_note")
 
@@ -275,10 +237,7 @@ class MessageState:
 
 
 class Mailbox(MailFollowUp):
-    """Message operations over one :class:`~agent_link_core.store.Store` with the parsed ``config`` (reminder limit and interval).
-
-    :param hooks: the plugin facade, or None on the hook fast path (no events, no plugins).
-    """
+    """Message operations over one :class:`~agent_link_core.store.Store`; ``hooks`` None on the hook fast path (no events, no plugins)."""
 
     def __init__(self, store: Store, config: Config, hooks: Hooks | None = None) -> None:
         self.store, self.config, self.hooks = store, config, hooks
@@ -286,11 +245,8 @@ class Mailbox(MailFollowUp):
         self._storing: tuple[str, sqlite3.Row] | None = None
 
     def visible_to(self, address: str | None, *, all_mail: bool = False) -> Visibility:
-        """The :class:`Visibility` of an agent reading the mailbox as ``address`` (None or a malformed address sees nothing).
-
-        :param all_mail: ask for every message; granted only with ``AGENT_LINK_INSPECT_ALL``.
-        :raises AgentLinkError: ``permission_denied`` (reason ``inspect_all_disabled``) when ``all_mail`` is asked without the setting.
-        """
+        """The :class:`Visibility` of an agent reading as ``address`` (None or a malformed address sees nothing); ``all_mail``
+        (every message) needs ``AGENT_LINK_INSPECT_ALL``, else ``permission_denied`` (reason ``inspect_all_disabled``)."""
         if all_mail:
             if not self.config.get("AGENT_LINK_INSPECT_ALL"):
                 raise AgentLinkError(
@@ -298,41 +254,12 @@ class Mailbox(MailFollowUp):
                     {"reason": "inspect_all_disabled"},
                     hint="Ask for your own mail, or have the machine's user turn the setting on.",
                 )
-            return Visibility.everything_for(address, "inspect_all")
+            return Visibility(address, True, "inspect_all")
         return Visibility(address if address and is_address(address) else None)
 
-    def events_between(self, after_seq: int, up_to_seq: int, kinds: tuple[str, ...]) -> list[sqlite3.Row]:
-        """Raw ``message_events`` rows with ``after_seq < seq <= up_to_seq`` of the given kinds, oldest first (for plugins repairing
-        what a process without plugins recorded)."""
-        return self.store.conn.execute(
-            f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY seq",
-            (after_seq, up_to_seq, *kinds),
-        ).fetchall()
-
-    def events(self, message_id: str) -> list[dict[str, Any]]:
-        """The audit trail of one message, oldest first: ``[{seq, kind, at (ISO), actor, via, data}]`` (``data`` decoded)."""
-        return self.events_of([message_id])[message_id]
-
-    def events_of(self, message_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """:meth:`events` of many messages: ``{message id: its trail}`` (empty for none)."""
-        trails: dict[str, list[dict[str, Any]]] = {i: [] for i in message_ids}
-        for chunk, marks in batches(list(trails)):
-            for r in self.store.conn.execute(
-                f"SELECT message_id, seq, kind, at, actor, via, data FROM message_events WHERE message_id IN ({marks}) ORDER BY seq",
-                chunk,
-            ):
-                trails[r["message_id"]].append({"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"],
-                                                "via": r["via"], "data": json.loads(r["data"] or "{}")})
-        return trails
-
-    def last_event_seq(self, visibility: Visibility | None = None) -> int:
-        """The newest audit event's sequence number (0 for none; only of the messages ``visibility`` sees, if given): it grows with
-        every committed message change in any process, so readers poll it to notice changes."""
-        if visibility is None or visibility.everything:
-            return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
-        ids, params = visibility.ids_sql("m")
-        return int(self.store.conn.execute(
-            f"SELECT COALESCE(MAX(seq), 0) FROM message_events WHERE message_id IN ({ids})", params).fetchone()[0])
+    def last_event_seq(self) -> int:
+        """The newest audit event's sequence number (0 for none): it grows with every committed change, so readers poll it."""
+        return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
         """The stored message ``message_id`` (exact id), or None."""
@@ -357,10 +284,8 @@ class Mailbox(MailFollowUp):
         return row
 
     def require(self, message_id: str) -> sqlite3.Row:
-        """The message row. ULIDs are case-insensitive; a UUID (chosen with ``--message-id``) finds the message stored under its ULID.
-
-        :raises AgentLinkError: ``invalid_arguments`` for an id that is neither; ``not_found`` (``details.id``) when absent.
-        """
+        """The message row by ULID (any case) or by a UUID chosen with ``--message-id``; ``invalid_arguments`` for an id that is
+        neither, ``not_found`` (``details.id``) when absent."""
         message_id = message_id.upper() if isinstance(message_id, str) else message_id
         if isinstance(message_id, str) and not is_ulid(message_id):
             message_id = ulid_of_uuid(message_id) or message_id
@@ -381,8 +306,7 @@ class Mailbox(MailFollowUp):
         return self._state_of(row, None, 0, None, None, now_ms())
 
     def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
-        """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default the clock), with a fixed number of queries
-        per :data:`STATE_BATCH` rows."""
+        """:meth:`state` of every row (in order) at one moment ``now`` (epoch ms, default the clock), a few queries per batch."""
         now = now_ms() if now is None else now
         conn = self.store.conn
         queued = [row["id"] for row in rows if not row["acknowledged_at"] and not row["first_delivered_at"]]
@@ -442,34 +366,21 @@ class Mailbox(MailFollowUp):
             return "pending", None, False
         return "pending", next_due, now >= next_due
 
-    def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, body: bool = False,
-                meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """The public, body-free description of a message (inbox, status, inspect); ``meta``: its decoded metadata, if known."""
         state = state or self.state(row)
         meta = json.loads(row["metadata"] or "{}") if meta is None else meta
         reminders = None if row["anticipation"] == "fyi" else {
-            "count": state.reminder_count,
-            "limit": self.config.reminder_limit,
+            "count": state.reminder_count, "limit": self.config.reminder_limit,
             "lastAt": iso(state.last_reminder_at) if state.last_reminder_at else None,
             "nextDueAt": iso(state.next_due_at) if state.next_due_at else None,
         }
         view: dict[str, Any] = {
-            "id": row["id"],
-            "from": row["from_addr"],
-            "fromHarness": address_scheme(row["from_addr"]),
-            "fromVerified": meta.get("sender", {}).get("verified", False),
-            "to": row["recipient"],
-            "addressedTo": row["to_addr"],
-            "sentAt": iso(row["sent_at"]),
-            "anticipation": row["anticipation"],
-            "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
-            "inReplyTo": row["reply_to"],
-            "delivery": state.delivery,
-            "deliveredAt": iso(row["delivered_at"]) if row["delivered_at"] else None,
-            "status": state.status,
-            "resolution": state.resolution,
-            "reminders": reminders,
-            "bodyBytes": row["body_bytes"],
+            "id": row["id"], "from": row["from_addr"], "fromHarness": address_scheme(row["from_addr"]),
+            "fromVerified": meta.get("sender", {}).get("verified", False), "to": row["recipient"], "addressedTo": row["to_addr"],
+            "sentAt": iso(row["sent_at"]), "anticipation": row["anticipation"], "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
+            "inReplyTo": row["reply_to"], "delivery": state.delivery, "deliveredAt": iso(row["delivered_at"]) if row["delivered_at"] else None,
+            "status": state.status, "resolution": state.resolution, "reminders": reminders, "bodyBytes": row["body_bytes"],
         }
         if state.delivery_note:
             view["deliveryNote"] = state.delivery_note
@@ -478,16 +389,13 @@ class Mailbox(MailFollowUp):
         for key in ("correlationId", "senderProject", "senderLabel", "clientMessageId"):  # set by the sender
             if key in meta.get("fingerprint", {}):
                 view[key] = meta["fingerprint"][key]
-        if body:
-            view["body"] = row["body"]
         return view
 
-    def to_views(self, rows: Sequence[sqlite3.Row], *, body: bool = False, now: int | None = None,
+    def to_views(self, rows: Sequence[sqlite3.Row], *, now: int | None = None,
                  metas: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
-        """:meth:`to_view` of every row, in order, their states read together (:meth:`states`; ``now`` in epoch ms, default the clock;
-        ``metas``: each row's decoded metadata, if known)."""
+        """:meth:`to_view` of every row, their states read together at ``now`` (epoch ms); ``metas``: decoded metadata, if known."""
         metas = [None] * len(rows) if metas is None else metas
-        return [self.to_view(row, state, body=body, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
+        return [self.to_view(row, state, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
 
     def envelope(self, row: sqlite3.Row, message: dict[str, Any] | None = None) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message (``message``: its :meth:`row_dict`, if made)."""
@@ -518,61 +426,11 @@ class Mailbox(MailFollowUp):
         sql = "SELECT * FROM messages WHERE recipient = ? AND open = 1" + (" AND delivered_at IS NULL" if undelivered_only else "")
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
-    def open_expectations(self, visibility: Visibility, limit: int) -> list[sqlite3.Row]:
-        """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most ``limit`` rows: what every agent waits on."""
-        # No index starts with ``open``: one seek per recipient on (recipient, open, sent_at): the cost follows recipients and open mail, not all mail.
-        where, params = visibility.sql("m")
-        return self.store.conn.execute(
-            "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
-            " UNION ALL SELECT (SELECT MIN(recipient) FROM messages WHERE recipient > who.r) FROM who WHERE who.r IS NOT NULL)"
-            " SELECT m.* FROM who JOIN messages m ON m.recipient = who.r AND m.open = 1"
-            f" WHERE m.anticipation != 'fyi' AND {where} ORDER BY m.sent_at, m.id LIMIT ?",
-            (*params, limit)).fetchall()
-
-    def awaiting_late_evidence(self, scheme: str, limit: int) -> list[sqlite3.Row]:
-        """Up to ``limit`` rows (``id``, ``recipient``) of undelivered messages to ``<scheme>:…`` whose last push outcome was unknown,
-        or that a session held (``inbox_held``), newest first: what a harness may still find evidence for."""
-        return self.store.conn.execute(
-            "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE ? ESCAPE '\\'"
-            " AND ((SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
-            " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
-            " = 'delivery_unknown' OR EXISTS (SELECT 1 FROM message_events h WHERE h.message_id = m.id"
-            " AND h.kind = 'inbox_held')) ORDER BY m.sent_at DESC LIMIT ?",
-            (scheme.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ":%", limit),
-        ).fetchall()
-
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""
         return self.store.conn.execute(
             "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
         ).fetchone() is not None
-
-    def recent_correspondents(self, scan: int, visibility: Visibility | None = None) -> list[sqlite3.Row]:
-        """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends (of those ``visibility`` sees, if given),
-        each with its latest ``sent_at`` (epoch ms), newest first."""
-        if visibility is not None and not visibility.everything:
-            where, params = visibility.sql("messages")
-            return self.store.conn.execute(
-                f"WITH recent AS (SELECT from_addr, recipient, sent_at FROM messages WHERE {where}"
-                " ORDER BY sent_at DESC LIMIT ?) SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address,"
-                " sent_at FROM recent UNION ALL SELECT recipient, sent_at FROM recent) GROUP BY address ORDER BY at DESC",
-                [*params, scan],
-            ).fetchall()
-        return self.store.conn.execute(
-            "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
-            " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
-            " ORDER BY at DESC",
-            (scan,),
-        ).fetchall()
-
-    def open_addressed_to(self, to: str, *, held_by_other_than: str) -> list[str]:
-        """Ids of open reply/action messages addressed to ``to`` (as written, e.g. ``role:x``) whose recipient is not
-        ``held_by_other_than``, oldest first (a role handover moves them)."""
-        return [r["id"] for r in self.store.conn.execute(
-            "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
-            " ORDER BY sent_at, id",
-            (to, held_by_other_than),
-        )]
 
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
@@ -581,8 +439,7 @@ class Mailbox(MailFollowUp):
 
     @staticmethod
     def _select(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, retry_unindexed: bool) -> list[sqlite3.Row]:
-        """Run a read; with ``retry_unindexed`` a damaged index is bypassed (``{}`` marks where ``NOT INDEXED`` goes) so mail stays
-        readable from a damaged database."""
+        """Run a read; with ``retry_unindexed`` a damaged index is bypassed (``{}`` marks where ``NOT INDEXED`` goes)."""
         try:
             return conn.execute(sql.format(""), params).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -592,14 +449,12 @@ class Mailbox(MailFollowUp):
 
     def store_message(self, msg: OutgoingMessage, result: dict[str, Any] | None = None,
                       guard: Callable[[], str | None] | None = None) -> tuple[sqlite3.Row, bool]:
-        """Insert a message (one transaction) unless the same id already exists.
+        """Insert a message (one transaction) unless its id exists: ``(row, created)``, ``created`` False for an identical resend
+        or ``guard``'s id; ``invalid_arguments`` (rule ``idempotency``, :func:`differing_fields`) for the id with other content.
 
         :param result: the send's result fields, handed to observers of the ``sent`` event.
         :param guard: run in the write transaction before the insert (``agent_link_before_store`` then sees concurrent sends):
             raises to refuse, or returns the id of a message this one repeats.
-        :returns: ``(row, created)``; ``created`` False for an identical resend or ``guard``'s id.
-        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``) when the id exists with different content, naming the
-            differing fields (:func:`differing_fields`); ``guard``'s.
         """
         digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to,
                               msg.metadata.get("fingerprint"))
@@ -627,8 +482,7 @@ class Mailbox(MailFollowUp):
         return bool(self.mark_many_delivered([message_id], via, evidence))
 
     def mark_many_delivered(self, message_ids: Sequence[str], via: str, evidence: dict[str, Any] | None = None) -> list[str]:
-        """:meth:`mark_delivered` of several messages in one write transaction, each with its own ``delivered`` event: the ids newly
-        marked, in the order given."""
+        """:meth:`mark_delivered` of several messages in one write transaction: the ids newly marked, in the order given."""
         if not message_ids:  # nothing to write: a file that refuses writes is not asked to
             return []
         at = now_ms()
@@ -661,9 +515,8 @@ class Mailbox(MailFollowUp):
         self._event(conn, row["id"], "delivered", at, row["recipient"], via, {"evidence": evidence or {}})
 
     def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
-        """Take up to ``limit`` messages for an inbox read: undelivered mail (oldest first), then with ``include_open`` delivered
-        reply/action mail still unresolved. With ``mark`` the returned undelivered rows are marked delivered (via ``inbox``) in one
-        transaction. Returns ``(rows as they are after marking, ids newly marked)``."""
+        """Up to ``limit`` messages for an inbox read: undelivered (oldest first), then with ``include_open`` open delivered ones;
+        with ``mark`` the undelivered are marked delivered (via ``inbox``) in one transaction. ``(rows as marked, ids newly marked)``."""
         at = now_ms()
         marked: list[str] = []
         staged: list[Event | None] = []
@@ -686,8 +539,7 @@ class Mailbox(MailFollowUp):
 
     def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str | None = None, *,
                     if_new: bool = False) -> sqlite3.Row | None:
-        """Write a message row and its ``sent`` event in the caller's transaction; the stored row, or with ``if_new`` None when the
-        id exists (nothing written). ``digest`` defaults to the :func:`content_hash` of ``msg`` without its fingerprint (a reply's)."""
+        """Write a message row and its ``sent`` event in the caller's transaction: the row (with ``if_new`` None when the id exists)."""
         if digest is None:
             digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to)
         meta = {**msg.metadata, "sender": {"source": msg.sender.source, "verified": msg.sender.verified}}

@@ -1,5 +1,4 @@
-"""Records passed between the core and plugins around a message; apart from :mod:`agent_link_core.mailbox` (which
-re-exports them) so the hook fast path imports no typing."""
+"""Records passed between the core and plugins around a message; apart from :mod:`agent_link_core.mailbox` so the hook fast path imports no typing."""
 
 from __future__ import annotations
 
@@ -12,15 +11,11 @@ if TYPE_CHECKING:
 
 
 class Event(Struct):
-    """A committed change, passed to ``agent_link_on_event``.
+    """A committed change, passed to ``agent_link_on_event``: ``kind`` (sent, delivered, released, resolved, reminded,
+    status_changed, or a plugin's: launched, forked ...) of ``message_id`` (None for a harness event) at ``at_ms`` (epoch ms)
+    by ``actor`` (an address); ``data``: kind-specific fields (``via``, ``status`` ...).
 
-    :param kind: sent, delivered, released, resolved, reminded, status_changed, or a plugin's (launched, archived, forked, reconciled ...).
-    :param message_id: the message concerned (None for harness events such as launched).
-    :param at_ms: epoch ms.
-    :param actor: the address that caused it (sender, resolver, ...).
-    :param data: kind-specific fields (``via``, ``resolution``, ``status``, ``target`` ...).
-    :param result: for the ``sent`` event of a send in progress, the send's result fields (``SendContext.result``), which
-        an observer may complete; None otherwise.
+    :param result: for the ``sent`` event of a send in progress, its result fields (``SendContext.result``) an observer may complete.
     :param notes: what ``agent_link_record_event`` observers leave for their own ``agent_link_on_event`` (keyed by plugin).
     """
 
@@ -51,11 +46,9 @@ class OutgoingMessage(Struct):
 class SendContext(Struct):
     """What ``agent_link_before_send`` and ``agent_link_before_store`` may look at besides the message itself.
 
-    :param tool: the tool or command sending (``message_agent``, ``reply_agent_link_message``...).
-    :param arguments: the validated tool arguments.
+    :param tool: the tool or command sending (``message_agent`` ...) with its validated ``arguments``.
     :param via: the indirect address the target was reached through (``role:x``) or None.
-    :param is_reply: True when the message answers another (resolutions are never blocked).
-    :param meta: the tool call's MCP ``_meta`` (empty outside MCP).
+    :param is_reply: True when the message answers another (resolutions are never blocked); ``meta``: the MCP call's ``_meta``.
     :param result: send-result fields a hook adds (only fields the tool declares are kept, e.g. ``roleProcedure``, ``receipt``).
     :param chosen_id: True when the caller chose the message's id (``messageId``): a send under it is idempotent, so a
         guard answers no other message's id for it.
@@ -80,11 +73,9 @@ class EnvelopeContribution(Struct):
 class PromptHook(Struct, frozen=True):
     """A harness's prompt-hook adapter, registered with ``agent_link_register_prompt_hooks``.
 
-    :param harness: the harness name (the address scheme, ``[a-z][a-z0-9-]{0,31}``): the ``<harness>`` of
-        ``agent-link hook <harness> <event>``.
-    :param module: a dotted module path whose ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None``
-        computes the hook's output; the returned dict is printed as JSON, ``None`` prints nothing. It runs on every
-        prompt: import only light standard modules (see :mod:`agent_link_core.hook`).
+    :param harness: the harness name (the address scheme): the ``<harness>`` of ``agent-link hook <harness> <event>``.
+    :param module: a dotted module path whose ``handle(event: str, payload: dict, ctx: HookContext) -> dict | None`` computes
+        the hook's output (a dict printed as JSON, or None); it runs on every prompt: light standard modules only (:mod:`agent_link_core.hook`).
     """
 
     harness: str

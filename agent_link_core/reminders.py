@@ -19,12 +19,8 @@ SWEEP_INTERVAL_MS = 15_000
 
 
 class ClaimedReminders:
-    """Reminder numbers this process won and must now show.
-
-    :param address: the session address reminded (``<harness>:<id>``).
-    :param items: ``[(message id, reminder number n ≥ 1, sender address)]``, oldest first.
-    :param limit: the configured reminder limit (reminder ``n`` of ``limit``).
-    """
+    """Reminder numbers this process won and must now show to ``address`` (``<harness>:<id>``): ``items`` ``[(message id,
+    reminder number n ≥ 1, sender address)]`` oldest first, each ``n`` of ``limit`` (the configured reminder limit)."""
 
     __slots__ = ("address", "items", "limit")
 
@@ -38,12 +34,8 @@ class ClaimedReminders:
 
 
 class DueReminders:
-    """The reminders due now for one session; nothing is claimed until :meth:`claim`.
-
-    :param mailbox: the :class:`~agent_link_core.mailbox.Mailbox` they were read from.
-    :param address: the session address (``<harness>:<id>``).
-    :param due: ``[(message row, MessageState)]`` from ``Mailbox.due_reminders``.
-    """
+    """The reminders due now for the session ``address`` (``<harness>:<id>``), read from ``mailbox``: ``due`` ``[(message row,
+    MessageState)]`` from ``Mailbox.due_reminders``; nothing is claimed until :meth:`claim`."""
 
     __slots__ = ("address", "due", "mailbox")
 
@@ -61,13 +53,9 @@ class DueReminders:
         return self.address.split(":", 1)[1]
 
     def claim(self, via: str, *, wait: bool = True) -> ClaimedReminders | None:
-        """Claim the next reminder number of each due message for this process.
-
-        :param via: how the reminder is shown (``<harness>-prompt-hook``, ``<harness>-push``...), recorded with the ``reminded`` event.
-        :param wait: False on a path that must not wait for another process's write lock (a prompt hook): claiming stops while it
-            is taken, and the rest stay due.
-        :returns: the numbers won, or None when another process won them all (or the lock was taken): the caller then shows nothing.
-        """
+        """Claim the next reminder number of each due message: the numbers won, or None (show nothing) when another process won
+        them all. ``via``: how it is shown (``<harness>-prompt-hook`` ...), recorded with the ``reminded`` event; ``wait`` False (a
+        prompt hook): claiming stops while another process holds the write lock, and the rest stay due."""
         items = []
         for row, state in self.due:
             n = state.reminder_count + 1
@@ -91,12 +79,8 @@ def due_for(mailbox: Mailbox, address: str, now: int | None = None) -> DueRemind
 
 
 async def sweep(app: Any) -> int:
-    """Offer every session of a loaded harness its due reminders, through the plugins that push reminders themselves; a plugin
-    that raises is logged (what it claimed stays claimed) and the sweep goes on.
-
-    :param app: the process's :class:`~agent_link_core.app.App`.
-    :returns: how many sessions a plugin reported as reminded.
-    """
+    """Offer every session of a loaded harness of ``app`` its due reminders, through the plugins that push reminders; one that
+    raises is logged (what it claimed stays claimed). Returns how many sessions a plugin reported as reminded."""
     reminded = 0
     for address in app.mailbox.reminder_recipients():
         if address.split(":", 1)[0] not in app.harnesses:

@@ -1,6 +1,6 @@
-"""Sending and answering: store a message, push it to its recipient's harness, resolve a message with a reply; one
-:class:`Outbox` per App (``app.outbox``). A send has exactly one outcome (``delivered``, ``accepted``, ``queued``,
-``rejected`` or ``unknown``; docs/delivery-states.md)."""
+"""Sending and answering: store a message, push it to its recipient's harness, resolve a message with a reply; one :class:`Outbox`
+per App (``app.outbox``). A send has exactly one outcome (``delivered``, ``accepted``, ``queued``, ``rejected`` or ``unknown``;
+docs/delivery-states.md)."""
 
 from __future__ import annotations
 
@@ -66,17 +66,13 @@ class Outbox:
         meta: Mapping[str, Any] | None = None, allow_archived: bool = False, require_known: bool = False,
         metadata: Mapping[str, Any] | None = None, target: tuple[str, str | None, dict[str, Any]] | None = None,
     ) -> SendOutcome:
-        """Store a message, then try to push it to its recipient.
+        """Store a message, then try to push it to its recipient (labels: docs/behaviour.md §4). A ``reply_to`` from that message's
+        recipient resolves it (§8); ``message_id`` makes the send idempotent (the same content answers the first outcome).
 
-        With ``reply_to`` from that message's recipient, the send also resolves it as a reply (docs/behaviour.md §8).
-        ``message_id`` makes the send idempotent: the same id and content return the first outcome; other content is
-        refused. A plain address no process is known to serve (nor a plugin's ``resolve_address`` claims) gets the warning
-        of :meth:`unseen_address`, or with ``require_known`` is refused (``not_found``).
-        ``metadata`` is stored with the message (its ``fingerprint`` counts for idempotency). ``target``:
-        :meth:`~agent_link_core.directory.Directory.target_address`'s answer for ``to`` and ``caller``, if known. An
-        ``agent_link_before_store`` hook (the loops plugin's loop guard) may refuse a new message, or answer that it
-        retries a stored one (that one's outcome, ``created`` False).
-
+        :param require_known: refuse (``not_found``) a plain address no process is known to serve (:meth:`unseen_address`).
+        :param metadata: stored with the message (its ``fingerprint`` counts for idempotency).
+        :param target: :meth:`~agent_link_core.directory.Directory.target_address`'s answer for ``to`` and ``caller``, if known.
+        :returns: the outcome; ``created`` False for a resend, or when ``agent_link_before_store`` answers a stored message's id.
         :raises AgentLinkError: ``invalid_arguments``, ``body_too_large``, ``not_found``, ``ambiguous``, ``archived``,
             or what a ``before_send`` or ``before_store`` hook refuses with.
         """
@@ -138,8 +134,7 @@ class Outbox:
         return SendOutcome(self.mailbox.row_dict(row), created, delivery, warnings, via, context.result, unseen, row, state)
 
     def check_format(self, envelope_format: str | None, address: str, whose: str) -> None:
-        """Refuse an ``envelope_format`` the harness of ``address`` does not list
-        (``invalid_arguments``, path ``envelope``); None (agent-link's envelope) always passes."""
+        """``invalid_arguments`` (path ``envelope``) for an ``envelope_format`` the harness of ``address`` does not list (None passes)."""
         if envelope_format is not None and envelope_format not in getattr(self.harnesses.get(address_scheme(address)), "envelope_formats", ()):
             raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
                                       "expected": f"{whose} whose harness can show {envelope_format}"}])
@@ -219,8 +214,7 @@ class Outbox:
         return delivery
 
     async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
-        """Push :func:`~agent_link_core.budget.oversized_notice` instead of an envelope the host would cut; the message
-        stays queued for the inbox."""
+        """Push :func:`~agent_link_core.budget.oversized_notice` instead of an envelope the host would cut (stays queued)."""
         from agent_link_core.budget import oversized_notice
 
         pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
@@ -234,11 +228,7 @@ class Outbox:
                         warnings=[warning, *pushed.warnings], unknown=pushed.unknown, retryable=pushed.retryable)
 
     async def refresh_delivery(self, message_id: str) -> bool:
-        """Ask the recipient's harness for late evidence of an ``accepted`` or ``unknown`` push and record delivery when
-        it has some (never pushes).
-
-        :returns: True when the message became delivered now.
-        """
+        """Record late evidence of an ``accepted`` or ``unknown`` push from the recipient's harness (never pushes); True if found."""
         row = self.mailbox.get_row(message_id)
         if row is None or row["first_delivered_at"] is not None or self.mailbox.push_outcome(message_id) not in ("accepted", "unknown"):
             return False
@@ -259,12 +249,9 @@ class Outbox:
         anticipation: str | None = None, reply_by: str | None = None, arguments: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None, reply_id: str | None = None,
     ) -> dict[str, Any]:
-        """Resolve a message addressed to the caller, sending the reply back to its sender.
-
-        ``reply`` and ``decline`` need ``message`` (for decline: the reason); ``done`` takes an optional note, sent back
-        only when given. ``metadata`` is stored with the note; its ``envelopeFormat`` must be one the original sender's
-        harness lists. ``reply_id`` (a ULID) is the answer's id and makes a retry safe: the same resolution and content
-        under it returns the first result with ``duplicate: true``; other content is refused.
+        """Resolve a message addressed to the caller, sending ``message`` back to its sender (``reply`` and ``decline`` need it,
+        ``done`` takes an optional note; docs/behaviour.md §8). ``metadata`` is stored with the note (its ``envelopeFormat``: one the
+        sender's harness lists); ``reply_id`` (a ULID) makes a retry safe (the first result, ``duplicate: true``).
 
         :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``, ``invalid_arguments`` (rule
             ``idempotency`` for a reused ``reply_id``), ``body_too_large``, ``no_current_session``.
@@ -315,24 +302,16 @@ class Outbox:
         state = self.mailbox.state(self.mailbox.stored(row["id"]))
         res = state.resolution or {}
         return {
-            "messageId": reply_row["id"] if reply_row is not None else None,
-            "replyToMessageId": row["id"],
+            "messageId": reply_row["id"] if reply_row is not None else None, "replyToMessageId": row["id"],
             "target": {"address": row["from_addr"], "harness": address_scheme(row["from_addr"])},
             "delivery": "none" if reply_row is None else "delivered" if (delivery is not None and delivery.delivered)
             or reply_row["first_delivered_at"] is not None else "queued",
-            "resolution": state.resolution,
-            "status": state.status,
-            "late": bool(res.get("late")),
-            "anticipation": reply_row["anticipation"] if reply_row is not None else None,
-            **extra,
+            "resolution": state.resolution, "status": state.status, "late": bool(res.get("late")),
+            "anticipation": reply_row["anticipation"] if reply_row is not None else None, **extra,
         }
 
     def _answered_before(self, caller: Caller, row: Any, reply_id: str, kind: str, reply: OutgoingMessage | None) -> bool:
-        """Whether an earlier call resolved ``row`` as this one asks under ``reply_id`` (a retry).
-
-        :raises AgentLinkError: ``invalid_arguments`` (rule ``idempotency``, ``details.differs``)
-            when ``reply_id`` holds another message or answer.
-        """
+        """Whether an earlier call under ``reply_id`` resolved ``row`` as this one asks; ``invalid_arguments`` (``idempotency``) if not."""
         stored = self.mailbox.get_row(reply_id)
         resolution = self.mailbox.state(row).resolution
         if stored is None:
@@ -351,8 +330,7 @@ class Outbox:
 
 
 def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
-    """``[body_escapes_large]`` when ``body`` escapes to more than
-    :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS` (a reader may get it in pages), else ``[]``."""
+    """``[body_escapes_large]`` when ``body`` escapes to more than :data:`~agent_link_core.envelope.MAX_ESCAPED_CHARS`, else ``[]``."""
     escaped = len(escape_text(body, cap=MAX_ENVELOPE_BODY_CHARS))
     if escaped <= MAX_ESCAPED_CHARS:
         return []
@@ -368,18 +346,11 @@ def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     state = outcome.state if outcome.state is not None else app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {
-        "messageId": row["id"],
-        "to": row["recipient"],
-        "harness": address_scheme(row["recipient"]),
-        "delivery": state.delivery if state.delivery != "acknowledged" else "delivered",
-        "deliveredVia": row["delivered_via"],
+        "messageId": row["id"], "to": row["recipient"], "harness": address_scheme(row["recipient"]),
+        "delivery": state.delivery if state.delivery != "acknowledged" else "delivered", "deliveredVia": row["delivered_via"],
         "deliveryState": delivery.state if delivery is not None else ("delivered" if row["first_delivered_at"] else "queued"),
-        "anticipation": row["anticipation"],
-        "replyBy": iso(row["reply_by"]) if row["reply_by"] else None,
-        "inReplyTo": row["reply_to"],
-        "messageStatus": state.status,
-        "duplicate": not outcome.created,
-        "via": outcome.via,
+        "anticipation": row["anticipation"], "replyBy": iso(row["reply_by"]) if row["reply_by"] else None, "inReplyTo": row["reply_to"],
+        "messageStatus": state.status, "duplicate": not outcome.created, "via": outcome.via,
     }
     if state.delivery_note:
         out["deliveryNote"] = state.delivery_note

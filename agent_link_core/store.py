@@ -33,12 +33,8 @@ STORAGE_FAILURES = frozenset({SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLIT
 
 
 class Migration:
-    """One schema step owned by a plugin.
-
-    :param owner: plugin name (``core`` for the core); namespaces the version numbers.
-    :param version: 1, 2, ... applied in order, each once per database.
-    :param sql: one or more SQL statements, ``;``-separated, run in one transaction.
-    """
+    """One schema step of ``owner`` (a plugin name, ``core`` for the core): ``version`` 1, 2, ... applied in order, each once per
+    database; ``sql``: ``;``-separated statements run in one transaction."""
 
     __slots__ = ("owner", "version", "sql")
 
@@ -208,8 +204,7 @@ def not_ours_error(path: str, why: str) -> AgentLinkError:
 
 
 def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> None:
-    """Write ``<path>.damaged`` (0600) naming the damaged file by ``identity`` ``(device, inode)`` (None: the file now at ``path``);
-    every process then refuses writes to that file."""
+    """Write ``<path>.damaged`` naming the damaged file's ``identity`` ``(dev, inode)`` (None: the file at ``path``): all stop writing."""
     try:
         if identity is None:
             st = os.stat(path)
@@ -220,14 +215,13 @@ def record_damage(path: str, identity: tuple[int, int] | None, reason: str) -> N
 
 
 class Store:
-    """A connection to the state database for one process (or one thread).
+    """A connection to the state database for one process (or one thread) (docs/storage.md, "The database file").
 
     :param path: database file (folder made 0700, file 0600); an existing file must be an agent-link database (never chmodded otherwise).
     :param migrations: migrations to apply on open (the core's plus plugins').
     :param wal_limit_bytes: WAL size above which a write ends with a ``TRUNCATE`` checkpoint.
     :param busy_timeout_ms: how long a write waits for another process's write lock (default :data:`BUSY_TIMEOUT_MS`).
-    :raises AgentLinkError: ``state_io_error`` when the file cannot be opened, is not an agent-link database (reason
-        ``not_agent_link``) or a WAL of a database moved while open lies there (``orphan_wal``); ``state_busy`` when a migration waited too long.
+    :raises AgentLinkError: ``state_io_error`` (reasons ``not_agent_link``, ``orphan_wal`` ...); ``state_busy`` (a migration waited).
     """
 
     def __init__(
@@ -291,9 +285,7 @@ class Store:
                     os.unlink(name)
 
     def _check_file(self) -> None:
-        """Refuse a path that is not a regular, non-empty file, by ``stat`` alone: opening and closing it here would drop every POSIX
-        lock this process holds on it (https://www.sqlite.org/howtocorrupt.html 2.2), so another process could delete the WAL it
-        still writes. The header is SQLite's to check."""
+        """Refuse a path that is not a regular, non-empty file by ``stat`` alone (opening it would drop this process's POSIX locks)."""
         if not os.path.isfile(self.path):
             raise not_ours_error(self.path, "it is a directory or a special file")
         if os.path.getsize(self.path) == 0:
@@ -325,11 +317,8 @@ class Store:
 
     @classmethod
     def open_read_only(cls, path: str | os.PathLike[str]) -> Store:
-        """Open an existing database only to read it, creating and changing nothing (for a state dir this process cannot write); its
-        :meth:`write` fails. Without a ``-shm`` file it is read as it stands (``immutable``), without its WAL's newest pages.
-
-        :raises AgentLinkError: ``state_io_error`` when the file is missing, unreadable or not an agent-link database (``not_agent_link``).
-        """
+        """Open an existing database only to read it, changing nothing (:meth:`write` fails); without a ``-shm`` file it is read
+        as it stands (``immutable``). ``state_io_error`` when the file is missing, unreadable or not an agent-link database."""
         from urllib.parse import quote
 
         store = cls.__new__(cls)
@@ -361,8 +350,8 @@ class Store:
         return cls(path, busy_timeout_ms=busy_timeout_ms)
 
     def close(self) -> None:
-        """Close the connection. When the path no longer holds this file, what it still reads is first saved beside the path
-        (:meth:`replaced`): the last close of a deleted file would otherwise take every acknowledged message with it."""
+        """Close the connection, first saving what it still reads beside the path when the path no longer holds this file
+        (:meth:`replaced`): the last close of a deleted file would take every acknowledged message with it."""
         if self.identity is not None:
             with contextlib.suppress(Exception):  # closing must not fail; the copy is the best effort left
                 self.replaced()
@@ -471,8 +460,7 @@ class Store:
         savepoint of it (an observer writes in the transaction of the change it records).
 
         :param wait: False for a note a read makes on the way: ``state_busy`` at once while another process holds the write lock.
-        :raises AgentLinkError: the refusal of :meth:`check_writable`; ``state_busy`` when the write lock stayed taken past the busy
-            timeout (at once without ``wait``); ``state_io_error`` for a full disk or a damaged file (:func:`database_error`).
+        :raises AgentLinkError: :meth:`check_writable`'s refusal; ``state_busy`` past the busy timeout; :func:`database_error`'s.
         """
         if self.conn.in_transaction:
             self._savepoints += 1

@@ -1,8 +1,6 @@
 """Wake-ups across processes: a waiter sleeps until any agent-link process commits a change (docs/storage.md, "Waits wake on
-the commit": one FIFO per waiter in ``<database>-waiters/``, a byte written to each after every commit).
-
-A FIFO gets its final name only once its waiter holds it open, so a live one never looks stale. Only light standard
-modules are imported: the hook fast path writes through the store.
+the commit"). A FIFO gets its final name only once its waiter holds it open, so a live one never looks stale. Only light
+standard modules: the hook fast path writes through the store.
 """
 
 from __future__ import annotations
@@ -27,8 +25,7 @@ def waiters_dir(db_path: str | os.PathLike[str]) -> str:
 
 
 def notify(db_path: str | os.PathLike[str]) -> int:
-    """Wake every process waiting on the database at ``db_path``: one byte to each live FIFO, never blocking; FIFOs whose waiter
-    is gone are removed. Never raises. Returns how many waiters were woken."""
+    """Wake every process waiting on the database at ``db_path`` (a byte to each live FIFO; stale ones removed): how many. Never raises."""
     folder = waiters_dir(db_path)
     try:
         entries = os.scandir(folder)
@@ -60,9 +57,7 @@ def _poke(path: str) -> bool:
 
 class Wakeup:
     """One waiter's FIFO in :func:`waiters_dir` of the database at ``db_path``; a context manager. Make it *before* the first read a
-    wait depends on, then alternate reading and :meth:`wait` (or :meth:`wait_blocking`). When no FIFO can be made the waits
-    simply sleep (callers poll).
-    """
+    wait depends on, then alternate reading and :meth:`wait`; without a FIFO the waits simply sleep (callers poll)."""
 
     def __init__(self, db_path: str | os.PathLike[str]) -> None:
         self.path: str | None = None
@@ -95,8 +90,7 @@ class Wakeup:
                 pass
 
     async def wait(self, timeout_s: float) -> bool:
-        """Sleep until a commit wakes this waiter or ``timeout_s`` (seconds) passes; drains. True when woken by a commit, False on
-        timeout (or when no FIFO could be made)."""
+        """Sleep until a commit wakes this waiter (True) or ``timeout_s`` (seconds) passes (False; also without a FIFO); drains."""
         import asyncio
 
         if self.fd is None:

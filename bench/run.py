@@ -182,7 +182,8 @@ def _send_many(args: tuple[str, int, int]) -> None:
     state, worker, count = args
     os.environ["AGENT_LINK_STATE_DIR"] = state
     from agent_link_core.config import load_config
-    from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+    from agent_link_core.mailbox import Mailbox, new_message_id
+    from agent_link_core.records import OutgoingMessage
     from agent_link_core.model import Caller
     from agent_link_core.store import Store
 
@@ -288,7 +289,8 @@ def _insert_rate(path: Path, with_index: bool, count: int, start_at: int) -> flo
     import random
 
     from agent_link_core.config import load_config
-    from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+    from agent_link_core.mailbox import Mailbox, new_message_id
+    from agent_link_core.records import OutgoingMessage
     from agent_link_core.model import Caller
     from agent_link_search.schema import SEARCH_MIGRATIONS
     from agent_link_core.store import CORE_MIGRATIONS, Store

@@ -22,7 +22,8 @@ from agent_link_core.commands.send import send_reliably
 from agent_link_core.sending import message_summary
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, OutputBudget
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller, Session
 from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.cli_runner import invoke as run

@@ -13,7 +13,8 @@ import pytest
 
 from agent_link_core.config import load_config
 from agent_link_core.hook import HookContext, last_runs
-from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.mailbox import Mailbox, new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.dists import install_dist

@@ -19,7 +19,8 @@ from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, SessionListing
-from agent_link_core.mailbox import EnvelopeContribution, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import EnvelopeContribution
 from agent_link_core.model import Caller, Session
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec

@@ -12,7 +12,8 @@ from agent_link_core import mail_followup
 from agent_link_core import mailbox as mailbox_mod
 from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import Mailbox, OutgoingMessage, check_body, check_labels, new_message_id
+from agent_link_core.mailbox import Mailbox, check_body, check_labels, new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 
@@ -269,21 +270,6 @@ def test_delivery_evidence_after_an_overtaking_resolution(box: Mailbox) -> None:
     assert not box.mark_delivered(mid, "test-push")
     events = box.store.conn.execute("SELECT data FROM message_events WHERE message_id = ? AND kind = 'delivered'", (mid,)).fetchall()
     assert len(events) == 1 and '"echo"' in events[0]["data"]
-
-
-def test_one_push_claim_at_a_time_across_mailboxes(box: Mailbox) -> None:
-    mid = send(box)
-    other = make_box()  # another process's connection to the same database
-    assert box.claim_push(mid, {"pid": 1}) is None
-    held = other.claim_push(mid, {"pid": 2})
-    assert held is not None and held["holder"] == {"pid": 1}
-    assert other.claim_push(mid, {"pid": 2}, replacing=held["seq"] + 1) is not None  # not the open claim
-    assert other.claim_push(mid, {"pid": 2}, replacing=held["seq"]) is None  # taken over (holder 1 died)
-    assert box.last_push_settled(mid) == {"outcome": "orphaned", "claim": held["seq"]}
-    assert box.claim_push(mid, {"pid": 3}, replacing=held["seq"]) is not None  # 2 holds it now
-    other.settle_push(mid, "delivered", {"via": "x"})
-    assert box.last_push_settled(mid) == {"outcome": "delivered", "via": "x"}
-    assert box.claim_push(mid, {"pid": 3}) is None
 
 
 @pytest.mark.parametrize(("changes", "named"), [

@@ -22,7 +22,7 @@ from agent_link_core.boundary import Refused
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.harness import Delivery, Harness, SessionListing
-from agent_link_core.mailbox import EnvelopeContribution
+from agent_link_core.records import EnvelopeContribution
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import PromptHook
 from agent_link_core.server import tool_definition

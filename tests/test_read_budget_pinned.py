@@ -27,7 +27,7 @@ from agent_link_core.app import App
 from agent_link_core.envelope import render_element, render_inbox
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Harness, OutputBudget
-from agent_link_core.mailbox import OutgoingMessage
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import EnvelopeContribution
 

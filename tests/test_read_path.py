@@ -27,7 +27,7 @@ from agent_link_core import budget, hookimpl
 from agent_link_core.app import App
 from agent_link_core.envelope import MAX_ATTR_CODEPOINTS, escape_attr, escape_text
 from agent_link_core.harness import OutputBudget
-from agent_link_core.mailbox import OutgoingMessage
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.records import EnvelopeContribution
 
@@ -218,7 +218,8 @@ def test_a_read_marks_what_it_returns_in_one_write_transaction(app: App) -> None
         app.store.conn.set_trace_callback(None)
     assert out["markedDelivered"] == ids
     assert sum(1 for sql in seen if sql.startswith("BEGIN")) == 1
-    assert [e["kind"] for i in ids for e in app.mailbox.events(i)] == ["sent", "delivered"] * 12
+    kinds = [r["kind"] for i in ids for r in app.store.conn.execute("SELECT kind FROM message_events WHERE message_id = ? ORDER BY seq", (i,))]
+    assert kinds == ["sent", "delivered"] * 12
 
 
 def test_the_cli_shows_a_message_s_envelope_rendering_it_once(counting: Counting, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from agent_link_core import hookimpl
 from agent_link_core.app import App
-from agent_link_core.mailbox import Event
+from agent_link_core.records import Event
 from agent_link_core.model import Caller
 from agent_link_core.store import Migration
 

@@ -21,7 +21,8 @@ from agent_link_core import hookimpl, reminders
 from agent_link_core.app import App
 from agent_link_core.harness import Harness
 from agent_link_core.hook import HookContext, disabled_names, fingerprint, refresh_registry, registry_path
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.records import PromptHook
 

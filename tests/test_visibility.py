@@ -41,7 +41,7 @@ def test_visible_to_is_one_rule_for_sql_and_rows(app: App) -> None:
     send(app, BOB, "team:carol", "two")
     rows = app.store.conn.execute("SELECT * FROM messages").fetchall()
     for vis in (app.mailbox.visible_to("team:alice"), app.mailbox.visible_to("team:carol"), app.mailbox.visible_to(None),
-                app.mailbox.visible_to("not an address"), Visibility.everything_for("user:me", "person")):
+                app.mailbox.visible_to("not an address"), Visibility("user:me", True, "person")):
         where, params = vis.sql("messages")
         by_sql = {r[0] for r in app.store.conn.execute(f"SELECT id FROM messages WHERE {where}", params)}
         assert by_sql == {r["id"] for r in rows if vis.allows(r)}

@@ -25,7 +25,8 @@ from click.testing import CliRunner, Result
 
 from agent_link_core import cli as cli_mod
 from agent_link_core.config import load_config
-from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.mailbox import Mailbox, new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.cli_identity import named_address_env

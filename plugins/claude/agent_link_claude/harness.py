@@ -34,6 +34,7 @@ Delivery states (``Delivery.state``; ``message_claude_session``'s ``delivery``):
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -71,6 +72,7 @@ from agent_link_claude.sessions import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+    from agent_link_core.mailbox import Mailbox
 
     from agent_link_claude import native  # annotations only: native loads in the methods that push
 
@@ -290,7 +292,13 @@ class ClaudeHarness(Harness):
 
         if self.app is None:
             return 0
-        rows = self.app.mailbox.awaiting_late_evidence("claude", limit)
+        # undelivered Claude mail whose last push outcome was unknown, or that a session held (inbox_held), newest first
+        rows = self.app.store.conn.execute(
+            "SELECT m.id, m.recipient FROM messages m WHERE m.first_delivered_at IS NULL AND m.recipient LIKE 'claude:%'"
+            " AND ((SELECT kind FROM message_events e WHERE e.message_id = m.id AND e.kind IN"
+            " ('delivery_unknown', 'delivery_settled', 'delivered', 'released') ORDER BY seq DESC LIMIT 1)"
+            " = 'delivery_unknown' OR EXISTS (SELECT 1 FROM message_events h WHERE h.message_id = m.id"
+            " AND h.kind = 'inbox_held')) ORDER BY m.sent_at DESC LIMIT ?", (limit,)).fetchall()
         confirmed = 0
         for row in rows:
             sid = row["recipient"].split(":", 1)[1]
@@ -329,7 +337,7 @@ class ClaudeHarness(Harness):
             state = outcome.state
         finally:
             if mailbox is not None:
-                mailbox.settle_push(message["id"], state)
+                settle_push(mailbox, message["id"], state)
         return self._inbox_delivery(message, inbox, outcome, fields)
 
     def _earlier_push(self, mailbox: Any, cfg: str, inbox: native.Inbox, message: dict[str, Any],
@@ -358,7 +366,7 @@ class ClaudeHarness(Harness):
                                 evidence={"transcript": kind, "session": inbox.session_id, "earlierPush": True},
                                 fields={"inbox": {"name": inbox.name, "status": inbox.status, "state": "already_delivered"}})
         me = {"pid": os.getpid(), "procStart": proc_start(os.getpid()), "via": INBOX_VIA, "session": inbox.session_id}
-        held = mailbox.claim_push(mid, me)
+        held = claim_push(mailbox, mid, me)
         landed = False
         if held is not None:
             holder = held["holder"]
@@ -368,16 +376,16 @@ class ClaudeHarness(Harness):
                                 warnings=[{"code": "push_in_progress",
                                            "message": "Another agent-link process is pushing this message right now; "
                                                       "it is not written twice.", "details": {"pid": pid}}])
-            if mailbox.claim_push(mid, me, replacing=held["seq"]) is not None:
+            if claim_push(mailbox, mid, me, replacing=held["seq"]) is not None:
                 return Delivery(state="queued-online", fields={"inbox": {"name": inbox.name, "state": "claimed_elsewhere"}},
                                 warnings=[{"code": "push_in_progress",
                                            "message": "Another agent-link process took over this message's push; "
                                                       "it is not written twice."}])
             landed = True  # the dead process may have written it before it died
         elif pushed_before:
-            last = mailbox.last_push_settled(mid) or {}
+            last = last_push_settled(mailbox, mid) or {}
             if last.get("outcome") == "held":
-                mailbox.settle_push(mid, "held")
+                settle_push(mailbox, mid, "held")
                 return Delivery(state="held", fields={"inbox": {"name": inbox.name, "state": "already_held"}}, warnings=[{
                     "code": "held", "message": f"{PROBLEM_TEXT['held']}. It was held there by an earlier push and is not "
                                                "written again; it stays in the mailbox, not delivered.",
@@ -385,7 +393,7 @@ class ClaudeHarness(Harness):
             landed = last.get("outcome") in ("pushed", "orphaned")
         if landed and native.transcript_shows(cfg, inbox.session_id, mid, queued=True) is not None:
             outcome = native.await_evidence(cfg, inbox, mid, wait_s)
-            mailbox.settle_push(mid, outcome.state, {"earlierPush": True})
+            settle_push(mailbox, mid, outcome.state, {"earlierPush": True})
             delivery = self._inbox_delivery(message, inbox, outcome,
                                             {"inbox": {"name": inbox.name, "status": inbox.status}})
             delivery.evidence["earlierPush"] = True
@@ -588,3 +596,40 @@ def plugin_status(cfg: str) -> dict[str, list[str]]:
         "installed": sorted(k for k in installed if k.startswith(ours)) if isinstance(installed, dict) else [],
         "enabled": sorted(k for k, v in enabled.items() if k.startswith(ours) and v is True) if isinstance(enabled, dict) else [],
     }
+
+
+# The push claim: message events the mailbox records (docs/claude-native-inbox.md), read here.
+def claim_push(mailbox: Mailbox, message_id: str, holder: dict[str, Any], *, replacing: int | None = None) -> dict[str, Any] | None:
+    """Take the message's push claim before writing it to a session's inbox, so two processes (or a
+    resend after a crash) never push it at once. Atomic across processes: ``push_claimed`` with
+    ``holder`` (JSON-able, e.g. ``{"pid", "procStart"}``) is recorded only when no claim is open, or
+    when the open one is ``replacing`` (its ``seq``: a claim whose process the caller found dead;
+    settled as ``orphaned`` first).
+
+    :returns: None when the claim is now ours; else the open claim's ``{"seq", "at" (ms), "holder"}``
+        (the caller decides from ``holder`` whether its process lives).
+    """
+    with mailbox.store.write() as conn:
+        last = conn.execute(
+            "SELECT seq, kind, at, data FROM message_events WHERE message_id = ?"
+            " AND kind IN ('push_claimed', 'push_settled') ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
+        if last is not None and last["kind"] == "push_claimed":
+            if replacing is None or last["seq"] != replacing:
+                return {"seq": last["seq"], "at": last["at"], "holder": json.loads(last["data"] or "{}")}
+            mailbox.record_event(message_id, "push_settled", None, None, {"outcome": "orphaned", "claim": replacing})
+        mailbox.record_event(message_id, "push_claimed", None, None, holder)
+    return None
+
+
+def settle_push(mailbox: Mailbox, message_id: str, outcome: str, data: dict[str, Any] | None = None) -> None:
+    """Close the open push claim with what the push came to (``outcome``: ``delivered``, ``pushed``,
+    ``failed``, ``held`` ...); a later :func:`claim_push` may take it again."""
+    mailbox.record_event(message_id, "push_settled", None, None, {"outcome": outcome, **(data or {})})
+
+
+def last_push_settled(mailbox: Mailbox, message_id: str) -> dict[str, Any] | None:
+    """The data of the message's newest ``push_settled`` event (``{"outcome", ...}``), or None when none was."""
+    row = mailbox.store.conn.execute(
+        "SELECT data FROM message_events WHERE message_id = ? AND kind = 'push_settled' ORDER BY seq DESC LIMIT 1",
+        (message_id,)).fetchone()
+    return json.loads(row["data"] or "{}") if row is not None else None

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import click
 
     from agent_link_core.records import PromptHook
-    from agent_link_core.mailbox import OutgoingMessage, SendContext
+    from agent_link_core.records import OutgoingMessage, SendContext
 
 SETTINGS = (
     Setting("AGENT_LINK_DISABLE_CHANNEL", "flag", False,

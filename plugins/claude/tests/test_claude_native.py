@@ -22,6 +22,7 @@ import anyio
 import pytest
 
 from agent_link_claude import native
+from agent_link_claude.harness import claim_push, last_push_settled, settle_push
 from agent_link_claude.procs import proc_start
 from agent_link_core.app import App
 from agent_link_core.model import Caller
@@ -135,6 +136,29 @@ def app(fake_claude: Any, monkeypatch: pytest.MonkeyPatch):
     application = App.create()
     yield application
     application.close()
+
+
+def test_one_push_claim_at_a_time_across_mailboxes(app: App) -> None:
+    from agent_link_core.mailbox import Mailbox, new_message_id
+    from agent_link_core.records import OutgoingMessage
+    from agent_link_core.store import Store
+
+    box = app.mailbox
+    row, _ = box.store_message(OutgoingMessage(new_message_id(), Caller("test:alice", "config", "test"), "claude:x", "claude:x",
+                                               "please answer", "reply", None, None))
+    mid = row["id"]
+    other = Mailbox(Store(app.config.db_path), app.config)  # another process's connection to the same database
+    assert claim_push(box, mid, {"pid": 1}) is None
+    held = claim_push(other, mid, {"pid": 2})
+    assert held is not None and held["holder"] == {"pid": 1}
+    assert claim_push(other, mid, {"pid": 2}, replacing=held["seq"] + 1) is not None  # not the open claim
+    assert claim_push(other, mid, {"pid": 2}, replacing=held["seq"]) is None  # taken over (holder 1 died)
+    assert last_push_settled(box, mid) == {"outcome": "orphaned", "claim": held["seq"]}
+    assert claim_push(box, mid, {"pid": 3}, replacing=held["seq"]) is not None  # 2 holds it now
+    settle_push(other, mid, "delivered", {"via": "x"})
+    assert last_push_settled(box, mid) == {"outcome": "delivered", "via": "x"}
+    assert claim_push(box, mid, {"pid": 3}) is None
+    other.store.close()
 
 
 def send(app: App, body: str = "Build is green.", anticipation: str = "fyi") -> Any:
@@ -290,7 +314,7 @@ def test_a_push_another_live_process_holds_is_not_written_twice(app: App, sessio
     with session("silent") as inbox:
         mid = send(app).message["id"]  # written once, no evidence: unknown
         holder = {"pid": os.getpid(), "procStart": proc_start(os.getpid()), "via": "claude-inbox", "session": S}
-        assert app.mailbox.claim_push(mid, holder) is None  # as if another push of it ran now
+        assert claim_push(app.mailbox, mid, holder) is None  # as if another push of it ran now
         delivery = push_again(app, mid)
         assert delivery.state == "queued-online" and delivery.warnings[0]["code"] == "push_in_progress"
         assert sum(f["type"] == "user" for f in inbox.frames) == 1
@@ -305,7 +329,7 @@ def test_a_dead_claim_without_a_trace_in_the_transcript_is_written_once(app: App
         app.mailbox.store_message(OutgoingMessage(mid, ALICE, f"claude:{S}", f"claude:{S}", "x", "fyi", None, None))
         child = subprocess.Popen(["true"])
         child.wait()
-        assert app.mailbox.claim_push(mid, {"pid": child.pid, "procStart": "1"}) is None
+        assert claim_push(app.mailbox, mid, {"pid": child.pid, "procStart": "1"}) is None
         delivery = push_again(app, mid)
         assert delivery.delivered and sum(f["type"] == "user" for f in inbox.frames) == 1
         again = push_again(app, mid)  # delivered by now: the core pushes no copy

@@ -24,7 +24,8 @@ from agent_link_testing.claude_host import ClaudeHost
 from agent_link_testing.messages_stub import MessagesStub, RecordedRequest, Reply
 
 from agent_link_core.app import App
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 
 pytestmark = [pytest.mark.realhost, pytest.mark.timeout(300)]

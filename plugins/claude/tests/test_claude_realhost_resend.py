@@ -28,6 +28,7 @@ from agent_link_core.cli import build_cli
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.model import Caller
 from agent_link_core.records import OutgoingMessage
+from agent_link_claude.harness import claim_push
 from agent_link_testing.claude_host import ClaudeHost, ClaudeStream, agent_link_bin
 from agent_link_testing.hosts import claude_version, version_at_least
 from agent_link_testing.messages_stub import MessagesStub, Reply
@@ -83,7 +84,7 @@ def leave_claim(message_id: str, sid: str) -> None:
     """The push claim of a send killed after taking it, held by a process that is gone."""
     app = App.create()
     try:
-        assert app.mailbox.claim_push(message_id, {"pid": dead_pid(), "procStart": "1", "via": "claude-inbox",
+        assert claim_push(app.mailbox, message_id, {"pid": dead_pid(), "procStart": "1", "via": "claude-inbox",
                                                    "session": sid}) is None
     finally:
         app.close()

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from agent_link_core.config import load_config
-from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.mailbox import Mailbox, new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import Store
 from agent_link_testing.mcp_client import agent_link_mcp

@@ -199,7 +199,7 @@ def switch_events(event: Any, app: Any) -> list[Any]:
     A send still in progress (``event.result`` set) gets ``switchReceipts``: per switch
     ``{action, setting, record, recorded, id}``, which a receipt writer completes (``recorded``,
     ``id``) when it stores the receipt; ``recorded`` stays false when no plugin writes one."""
-    from agent_link_core.mailbox import Event
+    from agent_link_core.records import Event
 
     if event.kind != "sent" or event.message_id is None:
         return []

@@ -145,7 +145,7 @@ def _harness_receipt(app: Any, call: ToolCall, kind: str, args: dict[str, Any], 
     which write its receipt (receipts plugin) with the call's provenance; returns the result's
     ``receipt`` field ``{record, recorded, id}`` (``recorded`` false when no receipt was written,
     e.g. no receipts plugin, or ``receipt.record: false``)."""
-    from agent_link_core.mailbox import Event
+    from agent_link_core.records import Event
     from agent_link_core.store import now_ms
 
     given = args.get("receipt") or {}

@@ -14,7 +14,8 @@ import pytest
 from agent_link_codex import harness as harness_mod
 from agent_link_core import reminders
 from agent_link_core.app import App
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import now_ms
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from agent_link_codex.hook import handle
 from agent_link_core.config import load_config
 from agent_link_core.hook import HookContext
-from agent_link_core.mailbox import Mailbox, OutgoingMessage, new_message_id
+from agent_link_core.mailbox import Mailbox, new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import Store, now_ms
 from agent_link_testing.codex_host import REPO_ROOT

@@ -26,7 +26,8 @@ from agent_link_testing.responses_stub import (
 )
 
 from agent_link_core.app import App
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 
 pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(180)]

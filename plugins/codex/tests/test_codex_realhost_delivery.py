@@ -30,7 +30,8 @@ import pytest
 from agent_link_codex.appserver import AppServerClient
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.tools.registry import ToolCall
 from agent_link_testing.codex_host import CodexAppServer

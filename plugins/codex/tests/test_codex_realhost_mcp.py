@@ -31,7 +31,8 @@ import pytest
 from agent_link_codex.appserver import AppServerClient, AppServerUnavailable
 from agent_link_codex.managed import pid_alive
 from agent_link_core.app import App
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_testing.codex_host import REPO_ROOT, CodexAppServer, McpServerConfig, codex_binary, write_codex_config
 from agent_link_testing.mcp_client import agent_link_mcp

@@ -16,7 +16,7 @@ from agent_link_conversations.conversation import conversation_of, recent_conver
 
 from agent_link_core import hookimpl
 from agent_link_core.app import App
-from agent_link_core.mailbox import OutgoingMessage
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.records import EnvelopeContribution
 

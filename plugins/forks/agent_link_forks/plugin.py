@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import click
 
     from agent_link_core.app import App
-    from agent_link_core.mailbox import EnvelopeContribution
+    from agent_link_core.records import EnvelopeContribution
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_FORKS_LEASE_MS", "int", 60_000, minimum=1_000, maximum=3_600_000, warning="forks_lease_ignored",
@@ -62,7 +62,7 @@ def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution 
     if not isinstance(fork, dict) or not str(fork.get("thread") or "").startswith("codex:"):
         return None
     from agent_link_core.envelope import render_element
-    from agent_link_core.mailbox import EnvelopeContribution
+    from agent_link_core.records import EnvelopeContribution
 
     attrs = [(name, fork.get(name) if isinstance(fork.get(name), str) else None) for name in ("thread", "model", "effort", "status")]
     return EnvelopeContribution(elements=[render_element("fork", attrs)])

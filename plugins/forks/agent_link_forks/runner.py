@@ -40,7 +40,8 @@ from agent_link_core.envelope import (
     sanitize_text,
 )
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import Event, OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import Event, OutgoingMessage
 from agent_link_core.model import Caller, address_scheme, is_address
 from agent_link_core.store import now_ms
 from agent_link_forks.codex import (

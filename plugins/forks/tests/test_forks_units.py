@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.envelope import MAX_BODY_BYTES
-from agent_link_core.mailbox import OutgoingMessage
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.store import now_ms
 

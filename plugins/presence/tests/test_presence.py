@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_link_core.app import App
-from agent_link_core.mailbox import OutgoingMessage, new_message_id
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_presence import startup, table as presence
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 import os
 
 from agent_link_core.envelope import escape_text
-from agent_link_core.mailbox import Event, iso
+from agent_link_core.mailbox import iso
+from agent_link_core.records import Event
 from agent_link_core.model import address_scheme, is_address
 
 from agent_link_receipts.origin import MAX_NOTE_CHARS, clip

@@ -80,10 +80,9 @@ def visible_clause(visibility: Visibility) -> tuple[str, list[Any]]:
     """
     if visibility.everything:
         return "1 = 1", []
-    seen, params = visibility.ids_sql("m")
-    known, _ = Visibility.everything_for(None, "receipts").ids_sql("k")
+    seen, params = visibility.sql("m")
     return (
-        f"(message_id IN ({seen}) OR (message_id IS NULL OR message_id NOT IN ({known}))"
+        f"(message_id IN (SELECT m.id FROM messages m WHERE {seen}) OR (message_id IS NULL OR message_id NOT IN (SELECT k.id FROM messages k))"
         " AND (target_address = ? OR json_extract(data, '$.actor') = ?))",
         [*params, visibility.address or "", visibility.address or ""],
     )

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
     import click
     from agent_link_core.app import App
-    from agent_link_core.mailbox import Event, OutgoingMessage, SendContext
+    from agent_link_core.records import Event, OutgoingMessage, SendContext
 
 log = LazyLogger(__name__)
 

@@ -13,7 +13,8 @@ import json
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy import LazyLogger
-from agent_link_core.mailbox import STATUS_BY_KIND, Event, Mailbox
+from agent_link_core.mailbox import STATUS_BY_KIND, Mailbox
+from agent_link_core.records import Event
 from agent_link_core.model import Caller, address_scheme, is_address
 
 from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receipt, message_receipt
@@ -82,7 +83,9 @@ def repair(app: App) -> int:
     written = 0
     try:
         with app.store.write(wait=False) as tx:  # called by reads: never wait on a writer
-            for row in app.mailbox.events_between(last[0], newest, REPAIRABLE_KINDS):
+            for row in conn.execute(  # what a process without plugins recorded, oldest first
+                    f"SELECT * FROM message_events WHERE seq > ? AND seq <= ? AND kind IN ({', '.join('?' * len(REPAIRABLE_KINDS))})"
+                    " ORDER BY seq", (last[0], newest, *REPAIRABLE_KINDS)):
                 written += len(record(app, _event_from_row(row)))
             tx.execute("UPDATE receipts_repair SET last_seq = MAX(last_seq, ?) WHERE id = 1", (newest,))
     except AgentLinkError as exc:

@@ -11,7 +11,7 @@ import pytest
 
 from agent_link_core.app import App
 from agent_link_core.sending import message_summary
-from agent_link_core.mailbox import Event
+from agent_link_core.records import Event
 from agent_link_core.model import Caller
 from agent_link_receipts.ledger import list_receipts
 from agent_link_testing.locks import hold_write_lock

@@ -32,7 +32,7 @@ from typing import Any
 
 from agent_link_core.config import Config
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.mailbox import OutgoingMessage, SendContext
+from agent_link_core.records import OutgoingMessage, SendContext
 
 from agent_link_roles.table import TABLE_FILE, RoleTable
 

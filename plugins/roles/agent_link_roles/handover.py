@@ -49,7 +49,7 @@ def apply_handover(app: App, table: RoleTable, actor: str, *, wait: bool = True)
             if name in recorded and recorded[name] == holder:
                 continue
             if holder is not None:
-                for mid in app.mailbox.open_addressed_to(f"role:{name}", held_by_other_than=holder):
+                for mid in _open_held_elsewhere(app, f"role:{name}", holder):
                     if app.mailbox.reassign(mid, holder, actor, wait=wait):
                         moved.setdefault(name, []).append(mid)
                         _claim_for_new_holder(app, mid, name, holder, wait)
@@ -63,6 +63,15 @@ def apply_handover(app: App, table: RoleTable, actor: str, *, wait: bool = True)
         if wait or exc.code != "state_busy":
             raise
     return moved
+
+
+def _open_held_elsewhere(app: App, to: str, holder: str) -> list[str]:
+    """Ids of open reply/action messages addressed to ``to`` whose recipient is not ``holder``, oldest first."""
+    return [r["id"] for r in app.store.conn.execute(
+        "SELECT id FROM messages WHERE to_addr = ? AND open = 1 AND anticipation != 'fyi' AND recipient != ?"
+        " ORDER BY sent_at, id",
+        (to, holder),
+    )]
 
 
 def _claim_for_new_holder(app: App, message_id: str, name: str, holder: str, wait: bool) -> None:

@@ -35,7 +35,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
     from agent_link_core.app import App
-    from agent_link_core.mailbox import EnvelopeContribution, Event, OutgoingMessage, SendContext
+    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, SendContext
     from agent_link_core.model import Caller
 
 log = LazyLogger(__name__)
@@ -126,7 +126,7 @@ def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeCon
     if not isinstance(role, dict) or not role.get("name"):
         return None  # most mail: decided before any import (this runs once per message of a read)
     from agent_link_core.envelope import render_element
-    from agent_link_core.mailbox import EnvelopeContribution
+    from agent_link_core.records import EnvelopeContribution
 
     name = role["name"]
     contribution = EnvelopeContribution({"via": f"role:{name}"})

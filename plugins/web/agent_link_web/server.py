@@ -381,7 +381,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             # The cheap global number says something changed; the person's own one says
             # whether it is theirs to see (a change to others' mail is not announced).
             last_any = app.mailbox.last_event_seq()
-            last = app.mailbox.last_event_seq(visibility)
+            last = views.last_event_seen(app, visibility)
             yield f"event: hello\ndata: {last}\n\n"
             waited = 0.0
             while not await request.is_disconnected():
@@ -391,7 +391,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
                 seq = last
                 if seq_any != last_any:
                     last_any = seq_any
-                    seq = app.mailbox.last_event_seq(visibility)
+                    seq = views.last_event_seen(app, visibility)
                 if seq != last:
                     last = seq
                     waited = 0.0

@@ -17,7 +17,7 @@ from typing import Any
 
 from agent_link_core.app import App
 from agent_link_conversations.conversation import conversation, conversation_ids, recent_conversations
-from agent_link_core.mailbox import Visibility, iso
+from agent_link_core.mailbox import Visibility, batches, iso
 from agent_link_core.boundary import describe
 from agent_link_core.errors import AgentLinkError
 from agent_link_web.panels import Panel, PanelAction, PanelLink, PanelView, drawing_for, panels
@@ -226,7 +226,7 @@ async def agents(app: App, person: str) -> dict[str, Any]:
                      "mailOnly": False, "activity": activity(s),
                      # a session another machine lists (the machines plugin): which one, and whether its listing is stale
                      "machine": s.get("machine"), "machineStale": bool(s.get("machineStale"))})
-    correspondents = app.mailbox.recent_correspondents(MAIL_ADDRESS_SCAN, visibility)
+    correspondents = _recent_correspondents(app, MAIL_ADDRESS_SCAN, visibility)
     titles = session_titles(app.store.conn, [r["address"] for r in correspondents if r["address"] not in known])
     for r in correspondents:
         if r["address"] in known or r["address"] == person:
@@ -306,12 +306,67 @@ def threads(app: App, visibility: Visibility, root_ids: list[str], now: int) -> 
     return out
 
 
+
+def _recent_correspondents(app: App, scan: int, visibility: Visibility) -> list[Any]:
+    """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends that
+    ``visibility`` sees, each with its latest ``sent_at`` (epoch ms), newest first."""
+    if not visibility.everything:
+        where, params = visibility.sql("messages")
+        return app.store.conn.execute(
+            f"WITH recent AS (SELECT from_addr, recipient, sent_at FROM messages WHERE {where}"
+            " ORDER BY sent_at DESC LIMIT ?) SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address,"
+            " sent_at FROM recent UNION ALL SELECT recipient, sent_at FROM recent) GROUP BY address ORDER BY at DESC",
+            [*params, scan],
+        ).fetchall()
+    return app.store.conn.execute(
+        "SELECT address, MAX(sent_at) AS at FROM (SELECT from_addr AS address, sent_at FROM messages"
+        " UNION ALL SELECT recipient, sent_at FROM messages ORDER BY sent_at DESC LIMIT ?) GROUP BY address"
+        " ORDER BY at DESC",
+        (scan,),
+    ).fetchall()
+
+
+def _open_expectations(app: App, visibility: Visibility, limit: int) -> list[Any]:
+    """Open reply/action mail (not fyi) that ``visibility`` may read, oldest first, at most ``limit`` rows."""
+    # No index starts with ``open``: one seek per recipient on (recipient, open, sent_at): the cost follows recipients and open mail, not all mail.
+    where, params = visibility.sql("m")
+    return app.store.conn.execute(
+        "WITH RECURSIVE who(r) AS (SELECT (SELECT MIN(recipient) FROM messages)"
+        " UNION ALL SELECT (SELECT MIN(recipient) FROM messages WHERE recipient > who.r) FROM who WHERE who.r IS NOT NULL)"
+        " SELECT m.* FROM who JOIN messages m ON m.recipient = who.r AND m.open = 1"
+        f" WHERE m.anticipation != 'fyi' AND {where} ORDER BY m.sent_at, m.id LIMIT ?",
+        (*params, limit)).fetchall()
+
+
+def last_event_seen(app: App, visibility: Visibility) -> int:
+    """The newest audit event's sequence number of the messages ``visibility`` sees (0 for none)."""
+    if visibility.everything:
+        return app.mailbox.last_event_seq()
+    where, params = visibility.sql("m")
+    return int(app.store.conn.execute(
+        f"SELECT COALESCE(MAX(seq), 0) FROM message_events WHERE message_id IN (SELECT m.id FROM messages m WHERE {where})",
+        params).fetchone()[0])
+
+
+def events_of(app: App, message_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The audit trails of messages: ``{message id: [{seq, kind, at (ISO), actor, via, data (decoded)}] oldest first}``."""
+    trails: dict[str, list[dict[str, Any]]] = {i: [] for i in message_ids}
+    for chunk, marks in batches(list(trails)):
+        for r in app.store.conn.execute(
+            f"SELECT message_id, seq, kind, at, actor, via, data FROM message_events WHERE message_id IN ({marks}) ORDER BY seq",
+            chunk,
+        ):
+            trails[r["message_id"]].append({"seq": r["seq"], "kind": r["kind"], "at": iso(r["at"]), "actor": r["actor"],
+                                            "via": r["via"], "data": json.loads(r["data"] or "{}")})
+    return trails
+
+
 def waiting(app: App, person: str, limit: int = WAITING_LIMIT) -> list[dict[str, Any]]:
     """What waits on whom: open reply/action mail the person may read, oldest first, each as
     ``{id, from (who waits), to (who owes the answer), anticipation, status, sentAt, ago,
     replyBy, due (words: "due in 5 min", "overdue by 2 h", None without a deadline),
     overdue (bool), preview}``."""
-    rows = app.mailbox.open_expectations(person_view(app, person), limit)
+    rows = _open_expectations(app, person_view(app, person), limit)
     now = now_ms()
     out = []
     for r, state in zip(rows, app.mailbox.states(rows, now), strict=True):
@@ -372,13 +427,13 @@ def message_card(app: App, view: dict[str, Any], row: Any, person: str, act_for:
 
     :param titles: ``{address: session title}`` already read for a list of cards
         (:func:`agent_link_search.index.session_titles`); None reads this card's two.
-    :param trail: the message's events already read (``Mailbox.events_of``); None reads them.
+    :param trail: the message's events already read (``events_of``); None reads them.
     """
     if titles is None:
         titles = session_titles(app.store.conn, [row["from_addr"], row["recipient"]])
     meta = json.loads(row["metadata"] or "{}")
     events = []
-    for e in app.mailbox.events(row["id"]) if trail is None else trail:
+    for e in events_of(app, [row["id"]])[row["id"]] if trail is None else trail:
         data = e["data"]
         evidence = data.get("evidence") if isinstance(data, dict) else None
         extra = {k: v for k, v in data.items() if k != "evidence"} if isinstance(data, dict) else {}
@@ -402,7 +457,7 @@ def conversation_view(app: App, person: str, message_id: str, act_for: tuple[str
     found = conversation(app.mailbox, person_view(app, person), message_id, envelopes=False)
     rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in found["messages"]])}
     titles = session_titles(app.store.conn, [a for row in rows.values() for a in (row["from_addr"], row["recipient"])])
-    trails = app.mailbox.events_of(list(rows))
+    trails = events_of(app, list(rows))
     cards = [message_card(app, view, rows[view["id"]], person, act_for, titles, trails[view["id"]]) for view in found["messages"]]
     participants = list(dict.fromkeys(a for card in cards for a in (card["from"], card["to"])))
     return {**found, "cards": cards, "participants": participants}

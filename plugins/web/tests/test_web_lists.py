@@ -13,7 +13,7 @@ import pytest
 from agent_link_web import views
 
 from agent_link_core.app import App
-from agent_link_core.mailbox import OutgoingMessage
+from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_search.index import note_session_titles
 
