@@ -240,7 +240,7 @@ class Directory:
         page = page_of(sessions, position, limit, filters, cut=was_cut(listings, depth))
         titled = [{"address": s.address, "title": s.title} for listing in listings.values() for s in listing.sessions if s.title]
         if titled:
-            self.app.hooks.sessions_listed(titled)
+            self.app.hooks.call("agent_link_sessions_listed", sessions=titled)
         providers = providers_view(listings)
         return {
             "sessions": [session_view(s) for s in page.sessions], "providers": providers,
@@ -265,7 +265,7 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
-                    if (claimed := self.hooks.resolve_elsewhere(query)) is None:
+                    if (claimed := self.hooks.call("agent_link_resolve_elsewhere", address=query)) is None:
                         return {**out, "status": "not_found"}
                     return resolved({"address": query, "harness": scheme, **(claimed.get("session") or {})})
                 return resolved(session_view(session))
@@ -359,7 +359,7 @@ class Directory:
 
     def elsewhere(self, address: str) -> dict[str, Any] | None:
         """A message's metadata when a plugin claims ``address`` (``agent_link_resolve_elsewhere``), else None."""
-        claimed = self.hooks.resolve_elsewhere(address)
+        claimed = self.hooks.call("agent_link_resolve_elsewhere", address=address)
         return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     def present_sessions(self, only: str | None = None) -> list[Any]:
