@@ -270,7 +270,7 @@ class Directory:
                     return resolved({"address": query, "harness": scheme, **(claimed.get("session") or {})})
                 return resolved(session_view(session))
             try:
-                routed = await self.hooks.aresolve_address(query, caller.address)
+                routed = await self.hooks.acall("agent_link_resolve_address", address=query, caller_address=caller.address)
             except AgentLinkError as exc:  # not found is a verdict here, not an error
                 if exc.code not in ("not_found", "ambiguous"):
                     raise
@@ -330,7 +330,7 @@ class Directory:
                 if session.archived and not allow_archived:
                     raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
                 return session.address, None, {}
-            routed = await self.hooks.aresolve_address(to, caller.address)
+            routed = await self.hooks.acall("agent_link_resolve_address", address=to, caller_address=caller.address)
             if routed is not None:
                 if routed.get("served") is True:
                     self.served_elsewhere.add(routed["address"])
@@ -383,7 +383,7 @@ class Directory:
             return contact["address"]
         if is_address(target):
             return (await self.target_address(target, caller))[0]
-        routed = await self.hooks.aresolve_address(target, caller.address)
+        routed = await self.hooks.acall("agent_link_resolve_address", address=target, caller_address=caller.address)
         if routed is not None:
             return routed["address"]
         listings = await gather_listings(self.app, include_archived=True, limit=100_000)

@@ -25,8 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller, Session
-    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
-    from agent_link_core.reminders import DueReminders
+    from agent_link_core.records import Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
@@ -146,6 +145,10 @@ class Hooks:
         section 3): a ``firstresult`` hook's first non-None answer (or None), else the list of answers.
         :raises AgentLinkError: the refusal of a hook that may refuse (hookspecs)."""
         return self._run(hook_name, **kwargs)[0]
+
+    async def acall(self, hook_name: str, **kwargs: Any) -> Any:
+        """:meth:`call`, its awaitable answer awaited (:func:`_settled`)."""
+        return await _settled(self.call(hook_name, **kwargs))
 
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
         """:meth:`call`'s answer, and what the call learnt."""
@@ -295,10 +298,6 @@ class Hooks:
         records = self.collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
         return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
 
-    async def push_reminders(self, due: DueReminders) -> bool:
-        """Offer one session's due reminders to the plugins; True when one reports it reminded."""
-        return bool(await _settled(self.call("agent_link_push_reminders", due=due)))
-
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli`` (a plugin may not replace one)."""
         original = cli.add_command
@@ -330,10 +329,6 @@ class Hooks:
         batches = self.call("agent_link_schema")
         return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
 
-    async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError)."""
-        return await _settled(self.call("agent_link_resolve_address", address=address, caller_address=caller_address))
-
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
         """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError).
         A plugin that fails here adds a ``plugin_failed`` warning; the send goes on without it."""
@@ -350,10 +345,6 @@ class Hooks:
         retries, or None (a refusal raises AgentLinkError). An id no message has counts as None."""
         answer = self.call("agent_link_before_store", message=message, context=context, conn=conn)
         return answer if answer is not None and conn.execute("SELECT 1 FROM messages WHERE id = ?", (answer,)).fetchone() else None
-
-    def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
-        """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
-        return [c for c in self.call("agent_link_render_envelope", message=message) if c]
 
     async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
                           ttl_ms: int | None = None, until_resolved: str | None = None,
