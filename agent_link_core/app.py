@@ -281,7 +281,7 @@ class App:
         refusal = self.read_only or self.store.damage() or self.store.replaced() if mark else None
         if refusal is None:
             if mark and tell:  # only a read that writes anyway: a peek never waits for a writer
-                self.hooks.inbox_read(caller.address)
+                self.hooks.call("agent_link_inbox_read", address=caller.address)
             return mark, []
         return False, [{"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
                         "details": refusal.details, "hint": refusal.hint}]

@@ -240,7 +240,7 @@ class Directory:
         page = page_of(sessions, position, limit, filters, cut=was_cut(listings, depth))
         titled = [{"address": s.address, "title": s.title} for listing in listings.values() for s in listing.sessions if s.title]
         if titled:
-            self.app.hooks.sessions_listed(titled)
+            self.app.hooks.call("agent_link_sessions_listed", sessions=titled)
         providers = providers_view(listings)
         return {
             "sessions": [session_view(s) for s in page.sessions], "providers": providers,
@@ -265,12 +265,12 @@ class Directory:
             if owner is not None:
                 session = await self.app._get_session(owner, ident)
                 if session is None:
-                    if (claimed := self.hooks.resolve_elsewhere(query)) is None:
+                    if (claimed := self.hooks.call("agent_link_resolve_elsewhere", address=query)) is None:
                         return {**out, "status": "not_found"}
                     return resolved({"address": query, "harness": scheme, **(claimed.get("session") or {})})
                 return resolved(session_view(session))
             try:
-                routed = await self.hooks.aresolve_address(query, caller.address)
+                routed = await self.hooks.acall("agent_link_resolve_address", address=query, caller_address=caller.address)
             except AgentLinkError as exc:  # not found is a verdict here, not an error
                 if exc.code not in ("not_found", "ambiguous"):
                     raise
@@ -330,7 +330,7 @@ class Directory:
                 if session.archived and not allow_archived:
                     raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
                 return session.address, None, {}
-            routed = await self.hooks.aresolve_address(to, caller.address)
+            routed = await self.hooks.acall("agent_link_resolve_address", address=to, caller_address=caller.address)
             if routed is not None:
                 if routed.get("served") is True:
                     self.served_elsewhere.add(routed["address"])
@@ -359,7 +359,7 @@ class Directory:
 
     def elsewhere(self, address: str) -> dict[str, Any] | None:
         """A message's metadata when a plugin claims ``address`` (``agent_link_resolve_elsewhere``), else None."""
-        claimed = self.hooks.resolve_elsewhere(address)
+        claimed = self.hooks.call("agent_link_resolve_elsewhere", address=address)
         return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     def present_sessions(self, only: str | None = None) -> list[Any]:
@@ -383,7 +383,7 @@ class Directory:
             return contact["address"]
         if is_address(target):
             return (await self.target_address(target, caller))[0]
-        routed = await self.hooks.aresolve_address(target, caller.address)
+        routed = await self.hooks.acall("agent_link_resolve_address", address=target, caller_address=caller.address)
         if routed is not None:
             return routed["address"]
         listings = await gather_listings(self.app, include_archived=True, limit=100_000)

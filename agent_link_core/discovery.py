@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: the cache file's format; a file of another format is rebuilt
-FORMAT = 1
+FORMAT = 2
 #: read the entry points from the cache (the console script sets it; in-process callers scan)
 USE_CACHE = False
 #: the entry-point group of the MCP start-up front (:func:`mcp_front`)
@@ -60,10 +60,23 @@ def cache_path(env: Mapping[str, str] | None = None) -> str:
 
 
 def fingerprint(files: list[str]) -> list[Any]:
-    """What decides the group's entry points, JSON-comparable: the interpreter prefix, each
-    ``sys.path`` directory's mtime and that of ``files`` (the cached ``entry_points.txt`` files)."""
-    dirs = [[entry, mtime_ns(entry or ".")] for entry in sys.path]
-    return [FORMAT, sys.prefix, dirs, [[f, mtime_ns(f)] for f in files]]
+    """What decides the group's entry points, JSON-comparable: the interpreter prefix, the names and mtimes of
+    the distribution folders (``*.dist-info``, ``*.egg-info``) in each ``sys.path`` entry, and the mtimes of
+    ``files`` (the cached ``entry_points.txt`` files). Not a folder's own mtime: a busy current directory
+    (``python -m``) would miss the cache on every call."""
+    return [FORMAT, sys.prefix, [[entry, _distributions(entry or ".")] for entry in sys.path],
+            [[f, mtime_ns(f)] for f in files]]
+
+
+def _distributions(entry: str) -> Any:
+    """``[[name, mtime], ...]`` of the folders :mod:`importlib.metadata` reads in ``entry`` (an egg's ``EGG-INFO``
+    too); a file (a zip) or a missing entry: its mtime or None."""
+    try:
+        with os.scandir(entry) as children:
+            return sorted([child.name, child.stat().st_mtime_ns] for child in children
+                          if child.name.lower().endswith((".dist-info", ".egg-info")) or child.name == "EGG-INFO")
+    except OSError:
+        return mtime_ns(entry)
 
 
 def entry_points(group: str, env: Mapping[str, str] | None = None) -> list[Any]:

@@ -87,7 +87,7 @@ class MailFollowUp:
         if self.hooks is not None:
             for event in events:
                 if event is not None:
-                    self.hooks.on_event(event)
+                    self.hooks.call("agent_link_on_event", event=event)
 
     def resolve(
         self, message_id: str, caller: Caller, kind: str, *, reason: str | None = None,

@@ -406,7 +406,7 @@ class Mailbox(MailFollowUp):
         attributes: dict[str, str] = {}
         elements: list[str] = []
         if message is not None and self.hooks is not None:
-            for contribution in self.hooks.render_envelope(message):
+            for contribution in self.hooks.call("agent_link_render_envelope", message=message):
                 attributes.update(contribution.attributes)
                 elements.extend(contribution.elements)
         msg = EnvelopeMessage(

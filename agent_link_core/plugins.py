@@ -25,8 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller, Session
-    from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
-    from agent_link_core.reminders import DueReminders
+    from agent_link_core.records import Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
@@ -141,10 +140,21 @@ class Hooks:
                 if kind == "harness" and self.app is not None:
                     self.app.harnesses.pop(name, None)
 
+    def call(self, hook_name: str, **kwargs: Any) -> Any:
+        """Call hook ``hook_name`` (``agent_link_*``) with ``kwargs`` and ``app`` as pluggy would (docs/plugins.md,
+        section 3): a ``firstresult`` hook's first non-None answer (or None), else the list of answers.
+        :raises AgentLinkError: the refusal of a hook that may refuse (hookspecs)."""
+        return self._run(hook_name, **kwargs)[0]
+
+    async def acall(self, hook_name: str, **kwargs: Any) -> Any:
+        """:meth:`call`, its awaitable answer awaited (:func:`_settled`)."""
+        return await _settled(self.call(hook_name, **kwargs))
+
     def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
-        """One hook call, made as pluggy would; its answer and what the call learnt."""
+        """:meth:`call`'s answer, and what the call learnt."""
         if self.trace is not None:
             self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
+        kwargs["app"] = self.app
         impls = self._declared.impls(hook_name)
         with CallState() as call:
             first = hook_name in firstresult()
@@ -156,10 +166,6 @@ class Hooks:
                         return answer, call
                     results.append(answer)
             return (None if first else results), call
-
-    def _call(self, hook_name: str, **kwargs: Any) -> Any:
-        """One hook call; its answer."""
-        return self._run(hook_name, **kwargs)[0]
 
     def collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
         """Run a ``register``-style hook once; ``{record name: record}`` of accepted records
@@ -186,8 +192,7 @@ class Hooks:
                     raise
                 offered.append((plugin, record))
 
-            extra = {"app": self.app} if hook_name == "agent_link_register_tools" else {}
-            self._call(hook_name, register=register, **extra)
+            self.call(hook_name, register=register)
             # Name clashes: the core wins, then a plugin's record named after itself, then the
             # earlier registered plugin (one installed later cannot take a name over).
             rank = {name: i for i, name in enumerate(self._declared.order())}
@@ -268,7 +273,7 @@ class Hooks:
         """The registered tools (by name, in registration order) an MCP server lists: those every
         ``agent_link_listed_tools`` answer names, or all; ``host``: the server's ``AGENT_LINK_HOST``."""
         tools = dict(self.tools())  # the caller's own copy
-        answers = self._call("agent_link_listed_tools", tools=dict(tools), host=(host or "").strip() or None, app=self.app)
+        answers = self.call("agent_link_listed_tools", tools=dict(tools), host=(host or "").strip() or None)
         for names in answers or ():
             chosen = set(names)
             tools = {name: spec for name, spec in tools.items() if name in chosen}
@@ -293,10 +298,6 @@ class Hooks:
         records = self.collect("prompt hook", "agent_link_register_prompt_hooks", check_prompt_hook)
         return {name: (rec, self.owner("prompt hook", name) or "?") for name, rec in records.items()}
 
-    async def push_reminders(self, due: DueReminders) -> bool:
-        """Offer one session's due reminders to the plugins; True when one reports it reminded."""
-        return bool(await _settled(self._call("agent_link_push_reminders", due=due, app=self.app)))
-
     def register_commands(self, cli: click.Group) -> None:
         """Let every plugin add its click commands to ``cli`` (a plugin may not replace one)."""
         original = cli.add_command
@@ -315,7 +316,7 @@ class Hooks:
         cli.add_command = add_command  # type: ignore[method-assign]
         before = dict(cli.commands)
         try:
-            self._call("agent_link_register_commands", cli=cli)
+            self.call("agent_link_register_commands", cli=cli)
         finally:
             del cli.add_command
         for name in set(cli.commands) - set(before):  # commands of plugins left out while adding
@@ -325,22 +326,13 @@ class Hooks:
 
     def migrations(self) -> list[Migration]:
         """Every accepted plugin's schema migrations, flattened (owners checked)."""
-        batches = self._call("agent_link_schema")
+        batches = self.call("agent_link_schema")
         return [m for batch in batches if batch for m in batch if m.owner not in self.boundary.disabled]
-
-    async def aresolve_address(self, address: str, caller_address: str) -> dict[str, Any] | None:
-        """The first plugin's resolution of an indirect address, or None (may raise AgentLinkError)."""
-        return await _settled(self._call("agent_link_resolve_address", address=address, caller_address=caller_address,
-                                         app=self.app))
-
-    def resolve_elsewhere(self, address: str) -> dict[str, Any] | None:
-        """The first plugin's claim ``{"metadata", "session"?}`` on ``address`` (hookspecs), or None."""
-        return self._call("agent_link_resolve_elsewhere", address=address, app=self.app)
 
     def before_send(self, message: OutgoingMessage, context: SendContext) -> list[dict[str, Any]]:
         """Run every ``before_send`` check; returns their warnings (a refusal raises AgentLinkError).
         A plugin that fails here adds a ``plugin_failed`` warning; the send goes on without it."""
-        results, call = self._run("agent_link_before_send", message=message, context=context, app=self.app)
+        results, call = self._run("agent_link_before_send", message=message, context=context)
         warnings = [w for batch in results if batch for w in batch]
         for plugin in sorted(call.faulted):
             warnings.append({"code": "plugin_failed",
@@ -351,31 +343,21 @@ class Hooks:
     def before_store(self, message: OutgoingMessage, context: SendContext, conn: sqlite3.Connection) -> str | None:
         """The first ``before_store`` answer for a new message: the id of the stored message it
         retries, or None (a refusal raises AgentLinkError). An id no message has counts as None."""
-        answer = self._call("agent_link_before_store", message=message, context=context, conn=conn, app=self.app)
+        answer = self.call("agent_link_before_store", message=message, context=context, conn=conn)
         return answer if answer is not None and conn.execute("SELECT 1 FROM messages WHERE id = ?", (answer,)).fetchone() else None
-
-    def render_envelope(self, message: dict[str, Any]) -> list[EnvelopeContribution]:
-        """Every plugin's envelope contribution for a stored message (a failing one is left out)."""
-        return [c for c in self._call("agent_link_render_envelope", message=message, app=self.app) if c]
-
-    def check_override(self, target: str, sender: Caller, setting: str, value: str,
-                       context: dict[str, Any]) -> dict[str, Any] | None:
-        """Ask the policy plugin (if any) whether an override is allowed; None = no policy."""
-        return self._call("agent_link_check_override", target=target, sender=sender, setting=setting,
-                          value=value, context=context, app=self.app)
 
     async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
                           ttl_ms: int | None = None, until_resolved: str | None = None,
                           key: str | None = None) -> dict[str, Any] | None:
         """Claim ``paths`` for ``holder`` through the plugin keeping file claims (``key`` replaces what
         was claimed under it); None when no plugin does. :raises AgentLinkError: as the plugin does."""
-        result = self._call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
-                            reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key, app=self.app)
+        result = self.call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
+                            reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key)
         return result if isinstance(result := await _settled(result), dict) else None
 
     def release_claims(self, key: str) -> dict[str, Any] | None:
         """End what was claimed under ``key``: ``{"released": [...]}``, or None (no such plugin, or it failed)."""
-        result = self._call("agent_link_release_claims", key=key, app=self.app)
+        result = self.call("agent_link_release_claims", key=key)
         return result if isinstance(result, dict) else None
 
     def record_event(self, event: Event) -> None:
@@ -418,27 +400,19 @@ class Hooks:
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles."""
         merged: dict[str, set[str]] = {}
-        for answer in self._call("agent_link_session_roles", addresses=list(addresses), app=self.app) or []:
+        for answer in self.call("agent_link_session_roles", addresses=list(addresses)) or []:
             if isinstance(answer, dict):
                 for address, names in answer.items():
                     merged.setdefault(address, set()).update(names)
         return {address: sorted(names) for address, names in merged.items()}
 
-    def sessions_listed(self, sessions: list[dict[str, Any]]) -> None:
-        """Tell observers what a listing found (``[{"address", "title"}]``)."""
-        self._call("agent_link_sessions_listed", sessions=sessions, app=self.app)
-
     def present_sessions(self, harness: str) -> list[Session]:
         """Every plugin's sessions of addresses no harness lists (of ``harness``, or ``all``), joined."""
-        return [s for batch in self._call("agent_link_present_sessions", harness=harness, app=self.app) or [] for s in batch]
-
-    def inbox_read(self, address: str) -> None:
-        """Tell observers ``address`` reads its inbox, marking (``agent_link_inbox_read``)."""
-        self._call("agent_link_inbox_read", address=address, app=self.app)
+        return [s for batch in self.call("agent_link_present_sessions", harness=harness) or [] for s in batch]
 
     def held_messages(self, address: str, rows: list[Any] | None = None) -> set[str]:
         """Ids of ``address``'s mail (of ``rows``, or its undelivered mail) a running wait returns (``agent_link_held_messages``)."""
-        return {i for ids in self._call("agent_link_held_messages", address=address, rows=rows, app=self.app) or [] for i in ids}
+        return {i for ids in self.call("agent_link_held_messages", address=address, rows=rows) or [] for i in ids}
 
     def waits(self) -> bool:
         """Whether a plugin waits for answers (implements ``agent_link_wait_for_reply``)."""
@@ -448,30 +422,21 @@ class Hooks:
                              progress: Any = None, mark: bool = True) -> dict[str, Any] | None:
         """The waits plugin's wait for the resolution of ``message_id`` (``agent_link_wait_for_reply``), or None when no
         plugin waits or it failed (reported). :raises AgentLinkError: what the wait refuses with."""
-        return await _settled(self._call("agent_link_wait_for_reply", caller=caller, message_id=message_id, timeout_ms=timeout_ms,
-                                         poll_ms=poll_ms, progress=progress, mark=mark, app=self.app))
-
-    def check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
-        """The first plugin's verdict ``{"known", "warning"?}`` on a plain address, or None (no plugin knows;
-        a refusal raises AgentLinkError)."""
-        return self._call("agent_link_check_recipient", address=address, require_known=require_known, app=self.app)
+        return await _settled(self.call("agent_link_wait_for_reply", caller=caller, message_id=message_id, timeout_ms=timeout_ms,
+                                         poll_ms=poll_ms, progress=progress, mark=mark))
 
     def suggest_addresses(self, query: str) -> list[str]:
         """The first plugin's addresses closest to ``query`` (at most three), or none."""
-        return list(self._call("agent_link_suggest_addresses", query=query, app=self.app) or [])[:3]
-
-    def on_event(self, event: Event) -> None:
-        """Notify observers of ``event``."""
-        self._call("agent_link_on_event", event=event, app=self.app)
+        return list(self.call("agent_link_suggest_addresses", query=query) or [])[:3]
 
     def server_tasks(self) -> list[tuple[str, Any]]:
         """``[(plugin name, coroutine function)]`` an MCP server runs in the background."""
-        _, call = self._run("agent_link_server_tasks", app=self.app)
+        _, call = self._run("agent_link_server_tasks")
         return [(plugin, task) for plugin, answer in reversed(call.answers) for task in answer]
 
     def health_sections(self) -> dict[str, Any]:
         """Each plugin's health section; a failing one reports its error under the plugin's name."""
-        results, call = self._run("agent_link_health", app=self.app)
+        results, call = self._run("agent_link_health")
         sections: dict[str, Any] = dict(reversed(results))  # pluggy answers last-registered first
         for plugin in sorted(call.faulted):
             failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]

@@ -89,7 +89,7 @@ async def sweep(app: Any) -> int:
         if due is None:
             continue
         try:
-            if await app.hooks.push_reminders(due):
+            if await app.hooks.acall("agent_link_push_reminders", due=due):
                 reminded += 1
         except Exception:
             import logging  # not at module level: the hook fast path imports this module

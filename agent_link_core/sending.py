@@ -149,7 +149,7 @@ class Outbox:
         scheme = address_scheme(recipient)
         if scheme in self.harnesses or scheme == "role" or not is_address(recipient) or recipient in self.app.directory.served_elsewhere:
             return None
-        verdict = self.hooks.check_recipient(recipient, require_known)
+        verdict = self.hooks.call("agent_link_check_recipient", address=recipient, require_known=require_known)
         if verdict is None:
             if require_known:
                 raise AgentLinkError(

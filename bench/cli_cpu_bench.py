@@ -20,12 +20,12 @@ RUNS = 15
 STORED = 10_000
 
 
-def cpu_ms(cmd: list[str], env: dict[str, str]) -> float:
+def cpu_ms(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
     """CPU time (user + system, ms) of one run of ``cmd`` (its output discarded).
 
     :raises RuntimeError: the command exited non-zero (its stderr is in the message).
     """
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -36,16 +36,18 @@ def cpu_ms(cmd: list[str], env: dict[str, str]) -> float:
     return (usage.ru_utime + usage.ru_stime) * 1000
 
 
-def interleaved_cpu(cmd: list[str], env: dict[str, str], runs: int = RUNS) -> tuple[float, float]:
+def interleaved_cpu(cmd: list[str], env: dict[str, str], runs: int = RUNS, busy: Path | None = None) -> tuple[float, float]:
     """Median CPU ms of ``cmd`` and of ``python -c pass``, run alternately (one warm-up pair).
     ``{i}`` in an argument becomes the run's number: each send goes to a new address with new
     words, as the loop guard and the pair rate limit refuse a burst of repeats between two
-    addresses (both checks still run)."""
+    addresses (both checks still run). ``busy``: both run there, a new file created in it before each run of ``cmd``."""
     base: list[float] = []
     mine: list[float] = []
     for _ in range(runs + 1):
-        base.append(cpu_ms([sys.executable, "-c", "pass"], env))
-        mine.append(cpu_ms([arg.replace("{i}", str(len(mine))) for arg in cmd], env))
+        base.append(cpu_ms([sys.executable, "-c", "pass"], env, busy))
+        if busy is not None:
+            (busy / f"churn-{len(mine)}").write_text("")
+        mine.append(cpu_ms([arg.replace("{i}", str(len(mine))) for arg in cmd], env, busy))
     return statistics.median(mine[1:]), statistics.median(base[1:])
 
 
@@ -68,3 +70,9 @@ def bench_cli_cpu(tmp: Path, fill: Callable[..., None], line: Callable[..., None
         cpu_ms([exe, "send", "bench:me", f"to read {i}", "--from", f"bench:from{i}"], env)
     inbox_ms, base_ms = interleaved_cpu([exe, "inbox", "--peek"], env)
     line(f"CLI inbox ({STORED:,} stored), CPU", inbox_ms, "ms", "python -c pass", base_ms, "<= 5")
+    # python -m puts the current directory on sys.path: files coming and going there must not
+    # miss the entry-point cache (agent_link_core/discovery.py), which would scan every distribution
+    busy = tmp / "busy-cwd"
+    busy.mkdir()
+    module_ms, base_ms = interleaved_cpu([sys.executable, "-m", "agent_link_core", "inbox", "--peek"], env, busy=busy)
+    line("python -m agent_link_core inbox, busy cwd, CPU", module_ms, "ms", "python -c pass", base_ms, "<= 5")

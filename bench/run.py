@@ -345,7 +345,7 @@ def bench_boundary(tmp: Path) -> None:
     for _ in range(5):
         start = time.perf_counter()
         for _ in range(n):
-            app.hooks.render_envelope(message)
+            app.hooks.call("agent_link_render_envelope", message=message)
         guarded.append((time.perf_counter() - start) * 1e6 / n)
         start = time.perf_counter()
         for _ in range(n):

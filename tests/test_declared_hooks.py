@@ -174,7 +174,7 @@ def test_a_call_imports_only_the_plugins_that_declare_its_hook(tmp_path: Path, m
     hooks = plugins.load_plugins(env_for("seer", "quiet"), declared=True)
     assert sorted(hooks.report.loaded) == ["quiet", "seer"]
     assert f"{pkgs['seer']}.plugin" not in sys.modules and f"{pkgs['quiet']}.plugin" not in sys.modules
-    hooks.sessions_listed([{"address": "test:a", "title": "a"}])
+    hooks.call("agent_link_sessions_listed", sessions=[{"address": "test:a", "title": "a"}])
     assert sys.modules[f"{pkgs['seer']}.plugin"].SEEN == ["seer"]
     assert f"{pkgs['quiet']}.plugin" not in sys.modules  # declares no sessions_listed: never imported
     assert hooks.problems() == []
@@ -189,7 +189,7 @@ def test_a_declared_plugin_that_fails_harms_only_itself(tmp_path: Path, monkeypa
         "good": (observer("good"), "('agent_link_sessions_listed',)"),
     })
     hooks = plugins.load_plugins(env_for("bad", "good"), declared=True)
-    hooks.sessions_listed([])
+    hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['good']}.plugin"].SEEN == ["good"]
     assert [(p["plugin"], p["hook"]) for p in hooks.problems()] == [("bad", "agent_link_sessions_listed")]
 
@@ -200,8 +200,8 @@ def test_a_plugin_whose_import_exits_is_left_out_alone(tmp_path: Path, monkeypat
         "good": (observer("good"), "('agent_link_sessions_listed',)"),
     })
     hooks = plugins.load_plugins(env_for("broken", "good"), declared=True)
-    hooks.sessions_listed([])
-    hooks.sessions_listed([])
+    hooks.call("agent_link_sessions_listed", sessions=[])
+    hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['good']}.plugin"].SEEN == ["good", "good"]
     assert "broken" in hooks.report.failed and hooks.report.loaded == ["good"]
     assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("broken", "load", True)]
@@ -216,10 +216,10 @@ def test_declared_calls_keep_pluggys_order(tmp_path: Path, monkeypatch: pytest.M
         name: (observer(name, "import sys; sys.agent_link_declared_order.append(" + repr(name) + ")", options),
                "('agent_link_sessions_listed',)")
         for name, options in names.items()})
-    plugins.load_plugins(env_for(*names), declared=True).sessions_listed([])
+    plugins.load_plugins(env_for(*names), declared=True).call("agent_link_sessions_listed", sessions=[])
     declared_order = list(order)
     order.clear()
-    plugins.load_plugins(env_for(*names)).sessions_listed([])
+    plugins.load_plugins(env_for(*names)).call("agent_link_sessions_listed", sessions=[])
     assert declared_order == order  # registration order is the entry points' (discovery's) order
     assert set(order[:2]) == {"one", "five"} and set(order[2:4]) == {"two", "four"} and order[4] == "three"
     assert all(f"{p}.plugin" in sys.modules for p in pkgs.values())
@@ -230,7 +230,7 @@ def test_a_declaration_that_differs_from_the_code_is_reported(tmp_path: Path, mo
         "drifted": (observer("drifted"), "('agent_link_sessions_listed', 'agent_link_health')"),
     })
     hooks = plugins.load_plugins(env_for("drifted"), declared=True)
-    hooks.sessions_listed([])
+    hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['drifted']}.plugin"].SEEN == ["drifted"]  # the code wins
     [problem] = hooks.problems()
     assert problem["plugin"] == "drifted" and problem["hook"] == "load" and not problem["disabled"]
@@ -241,7 +241,7 @@ def test_a_misspelt_hook_leaves_the_plugin_out_as_registration_does(tmp_path: Pa
     source = observer("typo") + "\n\n@hookimpl\ndef agent_link_sesions_listed(sessions):\n    return None\n"
     make_site(tmp_path, monkeypatch, {"typo": (source, "('agent_link_sessions_listed', 'agent_link_sesions_listed')")})
     hooks = plugins.load_plugins(env_for("typo"), declared=True)
-    hooks.sessions_listed([])
+    hooks.call("agent_link_sessions_listed", sessions=[])
     assert "typo" in hooks.report.failed
     assert "agent_link_sesions_listed" in hooks.problems()[0]["error"]
 
@@ -250,7 +250,7 @@ def test_an_undeclared_plugin_is_imported_to_read_its_hooks(tmp_path: Path, monk
     pkgs = make_site(tmp_path, monkeypatch, {"plain": (observer("plain"), None)})
     hooks = plugins.load_plugins(env_for("plain"), declared=True)
     assert f"{pkgs['plain']}.plugin" in sys.modules
-    hooks.sessions_listed([])
+    hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['plain']}.plugin"].SEEN == ["plain"]
 
 
@@ -274,7 +274,7 @@ def test_a_wrapper_is_refused_when_its_plugin_is_imported(tmp_path: Path, monkey
     pkgs = make_site(tmp_path, monkeypatch, {"wrap": (WRAPPER, "('agent_link_sessions_listed',)"),
                                              "inner": (observer("inner"), "('agent_link_sessions_listed',)")})
     hooks = plugins.load_plugins(env_for("wrap", "inner"), declared=True)
-    hooks.sessions_listed([])
+    hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['wrap']}.plugin"].SEEN == []
     assert sys.modules[f"{pkgs['inner']}.plugin"].SEEN == ["inner"]
     assert [(p["plugin"], p["hook"], p["error"]) for p in hooks.problems()] == [
@@ -310,7 +310,7 @@ def test_load_all_reports_a_plugin_no_call_imported(tmp_path: Path, monkeypatch:
     make_site(tmp_path, monkeypatch, {"broken": ("raise ImportError('gone')\n", "('agent_link_health',)"),
                                       "good": (observer("good"), "('agent_link_sessions_listed',)")})
     hooks = plugins.load_plugins(env_for("broken", "good"), declared=True)
-    hooks.sessions_listed([])
+    hooks.call("agent_link_sessions_listed", sessions=[])
     assert sorted(hooks.report.loaded) == ["broken", "good"] and hooks.report.failed == {}  # not imported yet
     hooks.load_all()
     assert hooks.report.loaded == ["good"] and "gone" in hooks.report.failed["broken"]

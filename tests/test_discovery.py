@@ -57,13 +57,37 @@ def test_the_cache_answers_as_the_scan_does_until_the_environment_changes(tmp_pa
     assert cached(env) == scan_with(real)
 
     site = next(p for p in sys.path if os.path.isdir(p) and p.endswith("site-packages"))
-    stat = os.stat(site)
-    try:  # what installing a distribution into it does to the folder
-        os.utime(site, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    dist = next(str(p) for p in Path(site).iterdir() if p.name.endswith(".dist-info"))
+    stat = os.stat(dist)
+    try:  # what reinstalling a distribution does to its folder
+        os.utime(dist, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
         with pytest.raises(AssertionError, match="scanned"):
             cached(env)
     finally:
-        os.utime(site, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        os.utime(dist, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_files_coming_and_going_in_a_folder_on_the_path_keep_the_cache(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A busy current directory (``python -m`` puts it on ``sys.path``) holds no distribution: no new scan."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    monkeypatch.syspath_prepend(str(busy))
+    monkeypatch.setattr(discovery, "USE_CACHE", True)
+    assert cached(env) == scan()
+
+    def no_scan(**_: Any) -> Any:
+        raise AssertionError("scanned although no distribution changed")
+
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(importlib.metadata, "entry_points", no_scan)
+    (busy / "notes.txt").write_text("x")
+    (busy / "sub").mkdir()
+    assert cached(env) == scan_with(real)
+    (busy / "agent_link_new-0.1.dist-info").mkdir()  # a distribution installed there: scanned again
+    with pytest.raises(AssertionError, match="scanned"):
+        cached(env)
 
 
 def scan_with(entry_points: Any) -> list[tuple[str, str, str | None]]:

@@ -265,8 +265,9 @@ async def test_registration_hooks(app: App, recorder: Recorder) -> None:
     assert app.store.conn.execute("SELECT COUNT(*) FROM fake_things").fetchone()[0] == 0
     assert app.health()["sections"]["fake"] == {"ok": True, "db": app.config.db_path}
     launcher = Caller("fake:one", "runtime_context", "fake")
-    assert app.hooks.check_override("fake:two", launcher, "effort", "high", {"launchedBy": "fake:one"})["allowed"]
-    assert app.hooks.check_override("fake:two", launcher, "model", "m", {})["reason"] == "effort_not_permitted"
+    assert app.hooks.call("agent_link_check_override", target="fake:two", sender=launcher, setting="effort", value="high",
+                          context={"launchedBy": "fake:one"})["allowed"]
+    assert app.hooks.call("agent_link_check_override", target="fake:two", sender=launcher, setting="model", value="m", context={})["reason"] == "effort_not_permitted"
 
 
 @pytest.mark.anyio

@@ -91,7 +91,7 @@ async def test_plugins_json_lists_each_plugins_hooks_and_their_timings(monkeypat
     monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
     app = App.create(extra_plugins=(("watcher", Watcher()),))
     try:
-        app.hooks.on_event(Event("sent", None, 1))
+        app.hooks.call("agent_link_on_event", event=Event("sent", None, 1))
         use_app_in_cli(monkeypatch, app)
         result = CliRunner().invoke(cli_mod.build_cli(), ["plugins", "--json"])
         assert result.exit_code == 0, result.output

@@ -364,7 +364,7 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert (await run_tool(app, app.hooks.tools()["good_echo"], {"text": "x"}, {}))["echo"] == "x"
     listing = await app.list_agents()
     assert {"good:one", "good:two", "plain:good"} <= {s["address"] for s in listing["sessions"]}
-    assert app.hooks.check_override("good:one", me, "model", "m", {}) == {"allowed": True, "grantedBy": {"kind": "good"}}
+    assert app.hooks.call("agent_link_check_override", target="good:one", sender=me, setting="model", value="m", context={}) == {"allowed": True, "grantedBy": {"kind": "good"}}
     health = app.health()
     json.dumps(health)
     assert health["sections"]["good"] == {"ok": True}
@@ -570,7 +570,7 @@ def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatc
     try:
         from agent_link_core.records import Event
 
-        app.hooks.on_event(Event("sent", None, 1))
+        app.hooks.call("agent_link_on_event", event=Event("sent", None, 1))
         assert order == ["first", "middle", "last"]
         assert [(p["plugin"], p["hook"], p["disabled"]) for p in app.plugin_report.problems()] == [("wraps", "load", True)]
         assert "wrappers are not supported" in app.plugin_report.failed["wraps"]
@@ -623,7 +623,7 @@ async def test_a_hook_called_from_async_code_still_sees_its_event_loop(monkeypat
     monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
     app = App.create(extra_plugins=(("aware", LoopAware()),))
     try:
-        app.hooks.on_event(Event("sent", None, 1))
+        app.hooks.call("agent_link_on_event", event=Event("sent", None, 1))
         assert seen == [asyncio.get_running_loop()]
     finally:
         await app.aclose()

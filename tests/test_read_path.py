@@ -264,7 +264,7 @@ def test_envelope_contributions_come_in_pluggy_s_order() -> None:
     try:
         [message_id] = store(application, 1)
         message = application.mailbox.row_dict(application.mailbox.require(message_id))
-        direct = application.hooks.render_envelope(message)
+        direct = application.hooks.call("agent_link_render_envelope", message=message)
         assert [c.attributes["via"] for c in direct] == ["role:eager", "role:second", "role:first"]
     finally:
         application.close()

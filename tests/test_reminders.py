@@ -143,10 +143,10 @@ def test_sessions_of_unloaded_harnesses_and_raising_plugins(pusher: tuple[App, P
     delivered(app, to="nobody-here:x")  # no harness owns it: never offered
     delivered(app)
 
-    def broken(due: Any) -> bool:
+    def broken(hook_name: str, **_: Any) -> bool:
         raise RuntimeError("plugin bug")
 
-    app.hooks.push_reminders = broken  # type: ignore[method-assign, assignment]
+    app.hooks.acall = broken  # type: ignore[method-assign, assignment]
     assert asyncio.run(reminders.sweep(app)) == 0
     assert "plugin bug" in caplog.text
 

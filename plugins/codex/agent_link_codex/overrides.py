@@ -8,7 +8,7 @@ An existing thread keeps its model, effort and cwd. ``message_agent`` /
 * each requested value is compared with the thread's current one (the thread object the
   harness last saw: ``model``, ``reasoningEffort``, ``cwd``; else what the launch recorded);
   an equal value is no change and needs nobody's permission;
-* each differing one is put to ``app.hooks.check_override`` with ``{"currentCwd",
+* each differing one is put to ``agent_link_check_override`` (``app.hooks.call``) with ``{"currentCwd",
   "launchedBy"}``. ``None`` (no policy plugin) allows only an effort change by the thread's
   launcher (recorded in ``codex_launches`` by ``launch_codex_thread``) and refuses the rest;
 * a refusal raises ``permission_denied`` with the hook's reason
@@ -116,8 +116,8 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
         previous = current.get(setting)
         if same(setting, previous, value):
             continue
-        decision = app.hooks.check_override(recipient, sender, setting, value,
-                                            {"currentCwd": current.get("cwd"), "launchedBy": launched_by})
+        decision = app.hooks.call("agent_link_check_override", target=recipient, sender=sender, setting=setting, value=value,
+                                   context={"currentCwd": current.get("cwd"), "launchedBy": launched_by})
         if decision is None:
             decision = default_decision(recipient, sender.address, setting, launched_by)
         if not decision.get("allowed") and escape_hatch:

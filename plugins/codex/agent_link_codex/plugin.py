@@ -125,7 +125,7 @@ def agent_link_on_event(event: Any, app: App) -> None:
 
     events = event.notes[SWITCH_NOTE] if SWITCH_NOTE in event.notes else switch_events(event, app)
     for switch in events:
-        app.hooks.on_event(switch)
+        app.hooks.call("agent_link_on_event", event=switch)
 
 
 @hookimpl(trylast=True)  # after the listings plugin adds `sessions`, which gets --socket

@@ -152,7 +152,7 @@ def _harness_receipt(app: Any, call: ToolCall, kind: str, args: dict[str, Any], 
     if given.get("record") is False:
         return {"record": False, "recorded": False, "id": None}
     result: dict[str, Any] = {"receipt": {"record": True, "recorded": False, "id": None}}
-    app.hooks.on_event(Event(kind, None, now_ms(), call.caller.address, {
+    app.hooks.call("agent_link_on_event", event=Event(kind, None, now_ms(), call.caller.address, {
         "target": target, "receipt": given, "caller": call.caller, "meta": dict(call.meta), "evidence": evidence, **details,
     }, result))
     return result["receipt"]

@@ -303,7 +303,8 @@ async def test_switch_receipts_are_written_in_the_transaction_of_the_send(make_a
             pytest.skip("the receipts plugin is not installed here")
         # A process that dies right after the commit runs no observer: what the transaction
         # recorded is all there is.
-        monkeypatch.setattr(app.hooks, "on_event", lambda event: None)
+        real_call = app.hooks.call
+        monkeypatch.setattr(app.hooks, "call", lambda hook, **kw: None if hook == "agent_link_on_event" else real_call(hook, **kw))
         out = await send(app, BOB, model="gpt-b")
         [slot] = out["switchReceipts"]
         assert (slot["action"], slot["recorded"]) == ("model_switch", True) and slot["id"]

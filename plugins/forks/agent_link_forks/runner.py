@@ -188,7 +188,7 @@ class Runtime:
 
     def emit(self, kind: str, message_id: str | None, actor: str, data: dict[str, Any]) -> None:
         """Tell observers (receipts) about a job event (``forked``, ``reconciled``, ``archived``)."""
-        self.app.hooks.on_event(Event(kind, message_id, now_ms(), actor, data))
+        self.app.hooks.call("agent_link_on_event", event=Event(kind, message_id, now_ms(), actor, data))
 
     def next_delay(self, delay: float) -> float:
         """The next poll interval (ms): ×1.5 up to 15 s, and at most a third of the lease, so a

@@ -241,7 +241,7 @@ def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False)
 
 
 class _HeldEvents:
-    """The mailbox's hooks while :func:`apply_entries` applies a batch: ``on_event`` (what
+    """The mailbox's hooks while :func:`apply_entries` applies a batch: ``agent_link_on_event`` (what
     follows a commit: the receipts plugin's JSONL line, an outbox wake-up) is held in
     :attr:`held` instead of called, everything else goes to ``hooks``. The mailbox announces
     a change as its own write ends, which inside the batch's transaction is a savepoint's
@@ -251,8 +251,10 @@ class _HeldEvents:
         self.hooks = hooks
         self.held: list[Any] = []
 
-    def on_event(self, event: Any) -> None:
-        self.held.append(event)
+    def call(self, hook_name: str, **kwargs: Any) -> Any:
+        if hook_name != "agent_link_on_event":
+            return self.hooks.call(hook_name, **kwargs)
+        self.held.append(kwargs["event"])
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.hooks, name)
@@ -300,7 +302,7 @@ def apply_entries(app: Any, entries: list[tuple[Any, list[dict[str, Any]]]], leg
     finally:
         mailbox.hooks = hooks.hooks
     for event in hooks.held:
-        hooks.hooks.on_event(event)
+        hooks.hooks.call("agent_link_on_event", event=event)
     return stored, failed, applied
 
 

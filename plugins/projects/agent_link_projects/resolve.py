@@ -129,7 +129,7 @@ async def resolve_orchestrator(app: App, args: dict[str, Any], call: ToolCall) -
     # 4. the orchestrator role's general holder (projectRoot given, no binding file)
     if root is not None and api is not None:
         try:
-            routed = await app.hooks.aresolve_address(f"role:{ORCHESTRATOR_ROLE}", call.caller.address)
+            routed = await app.hooks.acall("agent_link_resolve_address", address=f"role:{ORCHESTRATOR_ROLE}", caller_address=call.caller.address)
         except AgentLinkError as exc:
             if exc.code not in ("not_found", "ambiguous"):
                 raise
@@ -151,7 +151,7 @@ async def _role_holder(app: App, api: Any, address: str, call: ToolCall) -> str:
     if api is None:
         raise AgentLinkError("unsupported", f"{address} needs the roles plugin (agent-link-roles), which is not installed here.",
                              {"capability": "roles"}, hint="Name the orchestrator thread by id, or install the roles plugin.")
-    routed = await app.hooks.aresolve_address(address, call.caller.address)
+    routed = await app.hooks.acall("agent_link_resolve_address", address=address, caller_address=call.caller.address)
     if routed is None:
         raise AgentLinkError("not_found", f"Nobody holds {address}.", {"role": address, "candidates": []})
     return str(routed["address"])

@@ -91,19 +91,19 @@ async def test_handover_and_status_changes(app: App) -> None:
 async def test_an_event_reported_twice_is_recorded_once(app: App) -> None:
     mid = (await app.send(caller=ALICE, to="test:bob", body="q", anticipation="reply")).message["id"]
     for _ in range(2):
-        app.hooks.on_event(Event("status_changed", mid, 1, None, {"status": "unresolved"}))
-        app.hooks.on_event(Event("reminded", mid, 1, "test:bob", {"n": 2, "via": "x"}))
+        app.hooks.call("agent_link_on_event", event=Event("status_changed", mid, 1, None, {"status": "unresolved"}))
+        app.hooks.call("agent_link_on_event", event=Event("reminded", mid, 1, "test:bob", {"n": 2, "via": "x"}))
     assert len(receipts(app, kind="status")) == 1 and len(receipts(app, kind="reminder")) == 1
 
 
 def test_harness_events(app: App) -> None:
-    app.hooks.on_event(Event("launched", None, 1_800_000_000_000, "codex:parent", {
+    app.hooks.call("agent_link_on_event", event=Event("launched", None, 1_800_000_000_000, "codex:parent", {
         "target": {"address": "codex:t1", "cwd": "/p"}, "receipt": {"purpose": "spawn", "tags": ["x"]},
         "evidence": {"turnId": "u1"}, "launchedBy": "codex:parent"}))
-    app.hooks.on_event(Event("forked", None, 1_800_000_000_001, "codex:parent", {"target": "codex:fork1"}))
-    app.hooks.on_event(Event("model_switch", None, 1_800_000_000_002, "codex:parent",
+    app.hooks.call("agent_link_on_event", event=Event("forked", None, 1_800_000_000_001, "codex:parent", {"target": "codex:fork1"}))
+    app.hooks.call("agent_link_on_event", event=Event("model_switch", None, 1_800_000_000_002, "codex:parent",
                              {"target": "codex:t1", "kind": "model-switch", "expectedCost": {"uncachedInputTokens": 10}}))
-    app.hooks.on_event(Event("archived", None, 1_800_000_000_003, "codex:parent", {"target": "codex:t2", "receipt": {"record": False}}))
+    app.hooks.call("agent_link_on_event", event=Event("archived", None, 1_800_000_000_003, "codex:parent", {"target": "codex:t2", "receipt": {"record": False}}))
     launched, forked, switched = receipts(app)
     assert (launched["action"], launched["purpose"], launched["tags"]) == ("launch_thread", "spawn", ["x"])
     assert launched["target"] == {"address": "codex:t1", "kind": "codex", "harness": "codex", "id": "t1", "cwd": "/p"}

@@ -112,7 +112,8 @@ def test_bad_requests_are_invalid_arguments(isolated_env: Path) -> None:
 
 def test_harnesses_ask_through_the_hook(app: App, isolated_env: Path) -> None:
     policy_file(isolated_env, {TARGET: {"model": ["claude:s1"]}})
-    allowed = app.hooks.check_override(TARGET, Caller("claude:s1", "runtime_context", "claude"), "model", "gpt-x", {})
+    allowed = app.hooks.call("agent_link_check_override", target=TARGET, sender=Caller("claude:s1", "runtime_context", "claude"),
+                             setting="model", value="gpt-x", context={})
     assert allowed == {"allowed": True, "grantedBy": {"rule": "policy", "policyKey": TARGET, "entry": "claude:s1"}}
-    refused = app.hooks.check_override(TARGET, Caller(), "model", "gpt-x", {})
+    refused = app.hooks.call("agent_link_check_override", target=TARGET, sender=Caller(), setting="model", value="gpt-x", context={})
     assert refused["allowed"] is False and refused["reason"] == "model_switch_requires_fork_or_opt_in"

@@ -293,7 +293,7 @@ def test_cli_search(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_listed_titles_reach_the_index_through_the_hook(app: App) -> None:
     mid = send(app, ALICE, "team:bob", "nothing about the title here")
-    app.hooks.sessions_listed([{"address": "team:bob", "title": "Quarterly migration"}])
+    app.hooks.call("agent_link_sessions_listed", sessions=[{"address": "team:bob", "title": "Quarterly migration"}])
     assert ids(search_messages(app, ALICE, "quarterly")) == [mid]
     assert app.hooks.boundary.report() == []
 
