@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
-    """Everything a person needs to tell whether agent-link works here: settings, state dir,
-    database, harnesses, plugins and their problems (``meta``: the MCP call's ``_meta``)."""
+    """Whether agent-link works here: settings, state dir, database, harnesses, plugins and their problems (``meta``: the MCP
+    call's ``_meta``)."""
     caller = app.caller(meta)
     try:
         pending = app.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
@@ -91,9 +91,8 @@ def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every broken plugin in :func:`plugins_view`'s answer, one entry per fault: left out
-    (``failed``), a fault of this process, a fault other processes met (``elsewhere``).
-    ``[{section: "plugins", plugin, message, hint}]``; health is not ok while any is listed."""
+    """Every broken plugin in :func:`plugins_view`'s answer, one ``{section: "plugins", plugin, message, hint}`` per fault:
+    left out (``failed``), of this process, met by other processes (``elsewhere``); health is not ok while any is."""
     out = [{"section": "plugins", "plugin": name, "message": f"left out: {reason}", "hint": disable_hint(name)}
            for name, reason in plugins["failed"].items()]
     out += [{"section": "plugins", "plugin": p["plugin"], "message": f"{p['hook']}: {p['error']} ({p['count']}x)", "hint": p["fix"]}
