@@ -345,11 +345,10 @@ class Directory:
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
         """Turn a CLI target into a recipient address: a contact alias, an address, a form a plugin resolves
-        (``agent_link_resolve_address``), else a bare id found by a complete scan of every harness (an incomplete scan, or
-        several matches, refuses instead of guessing).
+        (``agent_link_resolve_address``), else a bare id found by a complete scan of every harness (else refused).
 
-        :raises AgentLinkError: ``invalid_arguments`` for a target longer than the tools' ``to`` takes (1,000 characters),
-            ``not_found``, ``ambiguous``, ``archived``, or the harness's ``<harness>_unavailable`` when a scan was incomplete.
+        :raises AgentLinkError: ``invalid_arguments`` (longer than :data:`MAX_TARGET_CHARS`), ``not_found``, ``ambiguous``,
+            ``archived``, or ``<harness>_unavailable`` when a scan was incomplete.
         """
         target = target.strip()
         if len(target) > MAX_TARGET_CHARS:  # as message_agent's to

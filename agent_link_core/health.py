@@ -75,8 +75,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
 
 def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What the plugins' health sections say needs the person: ``[{section, message, hint}]``, from a section's ``problem``
-    (a line, or ``{message, hint}``) or ``error`` holding an error object (``{code, message, hint}``). A plain ``error``
-    string is a failed health hook, listed under ``plugins.problems``; other ``error`` values are the section's data."""
+    (a line, or ``{message, hint}``) or ``error`` object (a plain string is a failed hook, under ``plugins.problems``)."""
     out: list[dict[str, Any]] = []
     for name, section in sections.items():
         if not isinstance(section, dict):

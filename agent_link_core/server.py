@@ -153,9 +153,8 @@ async def _reminder_loop(app: App) -> None:
 
 
 async def _exit_on_signal(app: App | None) -> None:
-    """On SIGTERM/SIGINT/SIGHUP, or when the parent process (the client) is gone: release what harnesses hold, then exit
-    within :data:`SHUTDOWN_BUDGET_S`. Python's own signal handlers and a daemon thread watching for re-parenting, since a
-    clean unwind could wait for the client's next line (stdin read in a worker thread) or on plugin code holding the loop."""
+    """On SIGTERM/SIGINT/SIGHUP, or when the client (parent process) is gone: release what harnesses hold, then exit within
+    :data:`SHUTDOWN_BUDGET_S` (a clean unwind could wait for stdin's next line or on plugin code holding the loop)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 

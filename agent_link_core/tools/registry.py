@@ -38,8 +38,7 @@ Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 def client_gone() -> bool:
-    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has died: this process was re-parented
-    since ``entry.PARENT_PID`` was read, the server's orphan watch's check. Its answer could not reach the client any more, so a
+    """Whether the MCP client of ``agent-link mcp`` has died (this process was re-parented since ``entry.PARENT_PID``), so a
     wait does not count the reply it found as delivered. False outside the console script."""
     parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
     return parent is not None and os.getppid() != parent
@@ -415,8 +414,8 @@ MAX_RESULT_ERRORS = 5  # how many schema violations an internal_error names
 
 
 def _withheld(app: App, spec: ToolSpec, plugin: str, found: list[dict[str, str]], why: str | None = None) -> dict[str, Any]:
-    """The ``internal_error`` for a result of ``plugin``'s tool that broke its output schema at ``found``; the fault is
-    recorded as the plugin's problem (not disabling it), ``why`` when a reason other than the schema."""
+    """The ``internal_error`` for ``plugin``'s result that broke its output schema at ``found`` (or ``why``), recorded as
+    the plugin's problem."""
     where = "; ".join(f"{f['path'] or '(result)'}: {f['rule']}" for f in found)
     log.warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
     app.hooks.boundary.fault(plugin, f"tool {spec.name}", why or f"result does not match the declared output schema ({where})"[:300],
