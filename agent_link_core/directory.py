@@ -37,8 +37,7 @@ async def gather_listings(
     limit: int = 200,
 ) -> dict[str, SessionListing]:
     """``{harness name: listing}`` of every harness of ``app`` (or of ``harnesses``, or only ``only``), asked concurrently
-    through the plugin boundary within :data:`LIST_TIMEOUT_S`. A failure becomes a provider report; a fault, a wrong
-    answer or more than ``limit`` sessions is also reported as its plugin's problem."""
+    through the boundary within :data:`LIST_TIMEOUT_S`; a failure becomes a provider report, a fault its plugin's problem."""
     import asyncio
 
     async def one(harness: Harness) -> SessionListing:
@@ -67,13 +66,8 @@ MAX_CURSOR_DEPTH = 5000
 
 
 class Page(Struct, frozen=True):
-    """One page of a session listing (:func:`page_of`), newest first.
-
-    :param has_more: True when sessions may follow (more match, or a source holds more).
-    :param next_cursor: the next page's cursor (None without ``has_more`` or past :data:`MAX_CURSOR_DEPTH`).
-    :param first: True for the first page (no cursor was given).
-    :param filtered_out: ``{filter name: sessions it left out}`` among those looked at.
-    """
+    """One page of a session listing (:func:`page_of`), newest first; ``next_cursor`` None past :data:`MAX_CURSOR_DEPTH`,
+    ``first`` when no cursor was given, ``filtered_out``: ``{filter name: sessions it left out}``."""
 
     sessions: list[Session]
     has_more: bool
@@ -93,9 +87,7 @@ def encode_cursor(shown: int, last: Session) -> str:
 
 def decode_cursor(cursor: str | None, tool: str) -> tuple[int, int, str] | None:
     """``(sessions shown before, last activity ms, address)`` of a cursor from :func:`encode_cursor`; None for no cursor.
-
-    :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for anything else.
-    """
+    :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for anything else."""
     if cursor in (None, ""):
         return None
     import base64
@@ -116,7 +108,7 @@ def decode_cursor(cursor: str | None, tool: str) -> tuple[int, int, str] | None:
 
 
 def was_cut(listings: Mapping[str, SessionListing], depth: int) -> bool:
-    """Whether a harness stopped at the ``depth`` it was asked for (a deeper page may find more)."""
+    """Whether a harness stopped at the ``depth`` it was asked for."""
     return any(not listing.complete and len(listing.sessions) >= depth for listing in listings.values())
 
 
@@ -129,12 +121,10 @@ def listing_depth(cursor: tuple[int, int, str] | None, limit: int) -> int:
 
 def page_of(sessions: list[Session], cursor: tuple[int, int, str] | None, limit: int,
             filters: list[tuple[str, Callable[[Session], bool]]], *, cut: bool) -> Page:
-    """Sort ``sessions`` newest first (a stable sort), skip past ``cursor``'s session (or its old place in time, when it
-    moved or went away) and collect up to ``limit`` that pass every filter (``(name, keep)``, in order). The next cursor
-    counts the sessions looked at, filtered or not (:func:`listing_depth`).
+    """Sort ``sessions`` newest first (stable), skip past ``cursor``'s session (or its old place in time) and collect up to
+    ``limit`` that pass every filter (``(name, keep)``, in order); the next cursor counts the sessions looked at.
 
-    :param cut: True when a source stopped at the depth it was asked for (more sessions may follow the ones given); the
-        page then says ``has_more`` even when it ran out.
+    :param cut: a source stopped at the depth asked (:func:`was_cut`): the page says ``has_more`` even when it ran out.
     """
     ordered = sorted(sessions, key=lambda s: -(s.last_activity_ms or 0))
     if cursor is not None:
@@ -192,9 +182,7 @@ def score(session: Session, query: str) -> tuple[int, list[str]]:
 
 
 class Directory:
-    """The agents every harness knows, for one App (``app.directory``): listing, resolving, addressing.
-
-    :param app: the App whose harnesses, hooks and database it reads."""
+    """The agents every harness knows, for one App (``app.directory``, whose harnesses, hooks and database it reads)."""
 
     def __init__(self, app: App) -> None:
         self.app = app
@@ -203,12 +191,8 @@ class Directory:
         self.served_elsewhere: set[str] = set()
 
     def check_harness(self, harness: str, present: list[Session] | None = None) -> None:
-        """Refuse a harness filter that names nothing here (it would list nothing, as if no session ran).
-
-        :param present: :meth:`present_sessions` of ``harness``, when the caller has them.
-        :raises AgentLinkError: ``invalid_arguments`` (path ``harness``, rule ``enum``) naming the installed harnesses and
-            the schemes of live plain addresses.
-        """
+        """Refuse a harness filter that names nothing here (``present``: :meth:`present_sessions` of it, if known).
+        :raises AgentLinkError: ``invalid_arguments`` (path ``harness``, rule ``enum``) naming the known harnesses."""
         if harness == "all" or harness in self.harnesses or (self.present_sessions(harness) if present is None else present):
             return
         known = sorted({*self.harnesses, *(s.harness for s in self.present_sessions())})
@@ -219,13 +203,9 @@ class Directory:
         self, *, harness: str = "all", loaded: bool | None = None, surface: str | None = None,
         include_archived: bool = False, limit: int = 20, cursor: str | None = None,
     ) -> dict[str, Any]:
-        """Sessions of every harness, newest first, filtered, a page at a time, with provider reports. ``complete``: this
-        answer holds every session the sources hold for the filters (every provider complete, the first page and nothing
-        after it); else ``hasMore`` and ``nextCursor`` (pass it back as ``cursor``). ``filteredOut`` counts what each
-        filter left out.
-
-        :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this method did not give.
-        """
+        """Sessions of every harness, newest first, filtered, a page at a time, with provider reports. ``complete``: every
+        session the sources hold for the filters is here; else ``hasMore`` and ``nextCursor`` (pass it back as ``cursor``).
+        :raises AgentLinkError: ``invalid_arguments`` (path ``cursor``) for a cursor this method did not give."""
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
         listings = await gather_listings(self.app, only=harness, include_archived=include_archived, limit=depth)
@@ -312,12 +292,9 @@ class Directory:
         }
 
     async def target_address(self, to: str, caller: Caller, *, allow_archived: bool = False) -> tuple[str, str | None, dict[str, Any]]:
-        """Turn a ``to`` argument into ``(recipient address, via, metadata)``.
-
-        :param allow_archived: an exact address may name an archived session (its mail waits in the mailbox); fuzzy
-            queries never pick archived ones.
-        :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``.
-        """
+        """Turn a ``to`` argument into ``(recipient address, via, metadata)``; ``allow_archived``: an exact address may
+        name an archived session (fuzzy queries never pick one).
+        :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``."""
         if is_address(to):
             scheme, _, ident = to.partition(":")
             owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
@@ -363,17 +340,15 @@ class Directory:
         return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     def present_sessions(self, only: str | None = None) -> list[Any]:
-        """Sessions of addresses no harness lists (``agent_link_present_sessions``: the presence plugin's live plain
-        addresses) of the scheme ``only`` (None: all)."""
+        """Sessions no harness lists (``agent_link_present_sessions``) of the scheme ``only`` (None: all)."""
         return self.hooks.present_sessions(only or "all")
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
         """Turn a CLI target into a recipient address: a contact alias, an address, a form a plugin resolves
-        (``agent_link_resolve_address``), else a bare id found by a complete scan of every harness (an incomplete scan, or
-        several matches, refuses instead of guessing).
+        (``agent_link_resolve_address``), else a bare id found by a complete scan of every harness (else refused).
 
-        :raises AgentLinkError: ``invalid_arguments`` for a target longer than the tools' ``to`` takes (1,000 characters),
-            ``not_found``, ``ambiguous``, ``archived``, or the harness's ``<harness>_unavailable`` when a scan was incomplete.
+        :raises AgentLinkError: ``invalid_arguments`` (longer than :data:`MAX_TARGET_CHARS`), ``not_found``, ``ambiguous``,
+            ``archived``, or ``<harness>_unavailable`` when a scan was incomplete.
         """
         target = target.strip()
         if len(target) > MAX_TARGET_CHARS:  # as message_agent's to

@@ -24,15 +24,10 @@ DISCOVER_REFUSAL = (
 
 
 class LinkStreams:
-    """The read and write streams handed to the SDK's server in place of the transport's.
+    """The streams handed to the SDK's server (:attr:`reader`, :attr:`writer`) in place of the transport's ``read`` and
+    ``write`` (of :class:`SessionMessage`); :attr:`peer` is the connection as harnesses see it, its path :meth:`notify`.
 
-    :param read: the transport's stream of inbound :class:`SessionMessage` (or exceptions).
-    :param write: the transport's stream for outbound :class:`SessionMessage`.
-    :param refuse_discover: answer ``server/discover`` with JSON-RPC error -32601 instead of
-        passing it to the SDK.
-
-    :attr:`reader` and :attr:`writer` go to the SDK; :attr:`peer` is the connection as
-    harnesses see it, its notification path :meth:`notify`.
+    :param refuse_discover: answer ``server/discover`` with JSON-RPC error -32601 instead of passing it to the SDK.
     """
 
     def __init__(self, read: Any, write: Any, *, refuse_discover: bool = False) -> None:
@@ -40,8 +35,7 @@ class LinkStreams:
         self.refuse_discover = refuse_discover
         self.peer = McpPeer(self.notify)
         self._initialize_ids: set[Any] = set()
-        # notifications/initialized read before the initialize answer went out (a client sends
-        # both at once; the reader can be ahead of the writer)
+        # notifications/initialized read before the initialize answer went out (the reader can be ahead of the writer)
         self._initialized_early = False
         self._closed = False
         self.reader = _Inbound(self, read)

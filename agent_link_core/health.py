@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
-    """Everything a person needs to tell whether agent-link works here: settings, state dir,
-    database, harnesses, plugins and their problems (``meta``: the MCP call's ``_meta``)."""
+    """Whether agent-link works here: settings, state dir, database, harnesses, plugins and their problems (``meta``: the MCP
+    call's ``_meta``)."""
     caller = app.caller(meta)
     try:
         pending = app.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
@@ -75,8 +75,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
 
 def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What the plugins' health sections say needs the person: ``[{section, message, hint}]``, from a section's ``problem``
-    (a line, or ``{message, hint}``) or ``error`` holding an error object (``{code, message, hint}``). A plain ``error``
-    string is a failed health hook, listed under ``plugins.problems``; other ``error`` values are the section's data."""
+    (a line, or ``{message, hint}``) or ``error`` object (a plain string is a failed hook, under ``plugins.problems``)."""
     out: list[dict[str, Any]] = []
     for name, section in sections.items():
         if not isinstance(section, dict):
@@ -91,9 +90,8 @@ def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every broken plugin in :func:`plugins_view`'s answer, one entry per fault: left out
-    (``failed``), a fault of this process, a fault other processes met (``elsewhere``).
-    ``[{section: "plugins", plugin, message, hint}]``; health is not ok while any is listed."""
+    """Every broken plugin in :func:`plugins_view`'s answer, one ``{section: "plugins", plugin, message, hint}`` per fault:
+    left out (``failed``), of this process, met by other processes (``elsewhere``); health is not ok while any is."""
     out = [{"section": "plugins", "plugin": name, "message": f"left out: {reason}", "hint": disable_hint(name)}
            for name, reason in plugins["failed"].items()]
     out += [{"section": "plugins", "plugin": p["plugin"], "message": f"{p['hook']}: {p['error']} ({p['count']}x)", "hint": p["fix"]}

@@ -65,8 +65,7 @@ def to_call_result(result: Mapping[str, Any], text: str | None = None) -> types.
 
 
 def build_server(app: App) -> Server[Any]:
-    """A low-level MCP server exposing the registered tools of ``app`` that plugins choose to
-    list (``agent_link_listed_tools``: every one without a plugin that chooses)."""
+    """A low-level MCP server exposing the tools of ``app`` that plugins choose to list (``agent_link_listed_tools``)."""
     tools = app.hooks.listed_tools(app.env.get("AGENT_LINK_HOST"))
     definitions = []
     for spec in list(tools.values()):
@@ -102,8 +101,7 @@ def build_server(app: App) -> Server[Any]:
 
 
 async def serve(app: App) -> None:
-    """Serve MCP over stdio until stdin closes (a start-up front's transport may answer calls
-    under way first), a signal arrives or the client process is gone (:func:`_exit_on_signal`)."""
+    """Serve MCP over stdio until stdin closes, a signal arrives or the client process is gone (:func:`_exit_on_signal`)."""
     await _over_stdio(app, partial(serve_streams, app))
     with anyio.CancelScope(shield=True):  # stop what harnesses hold (child processes ...)
         await app.aclose()
@@ -155,9 +153,8 @@ async def _reminder_loop(app: App) -> None:
 
 
 async def _exit_on_signal(app: App | None) -> None:
-    """On SIGTERM/SIGINT/SIGHUP, or when the parent process (the client) is gone: release what harnesses hold, then exit
-    within :data:`SHUTDOWN_BUDGET_S`. Python's own signal handlers and a daemon thread watching for re-parenting, since a
-    clean unwind could wait for the client's next line (stdin read in a worker thread) or on plugin code holding the loop."""
+    """On SIGTERM/SIGINT/SIGHUP, or when the client (parent process) is gone: release what harnesses hold, then exit within
+    :data:`SHUTDOWN_BUDGET_S` (a clean unwind could wait for stdin's next line or on plugin code holding the loop)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -186,8 +183,8 @@ async def _exit_on_signal(app: App | None) -> None:
 
 
 async def serve_unavailable(error: AgentLinkError) -> None:
-    """Serve the core tools when agent-link cannot start (a bad setting, an unusable state
-    dir): every call returns ``error``, so the host shows why instead of a dead server."""
+    """Serve the core tools when agent-link cannot start (a bad setting, an unusable state dir): every call returns
+    ``error``, so the host shows why instead of a dead server."""
     definitions = [tool_definition(spec) for spec in CORE_TOOLS]
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -203,9 +200,8 @@ async def serve_unavailable(error: AgentLinkError) -> None:
 
 
 async def _guarded(app: App, plugin: str, hook: str, make: Callable[[], Awaitable[Any]]) -> None:
-    """Run ``plugin``'s background task through the one guard: what it raises (a plugin's
-    SystemExit and KeyboardInterrupt too) is that plugin's problem, never the server's end; a
-    client gone (:class:`PeerGone`) ends it quietly."""
+    """Run ``plugin``'s background task through the one guard: what it raises (SystemExit too) is that plugin's problem,
+    never the server's end; a client gone (:class:`PeerGone`) ends it quietly."""
     with contextlib.suppress(PeerGone):
         await app.hooks.boundary.acall(plugin, hook, make, bound_s=None, passing=(PeerGone,), background=True)
 

@@ -38,8 +38,7 @@ Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 def client_gone() -> bool:
-    """Whether the process that started this one (the MCP client of ``agent-link mcp``) has died: this process was re-parented
-    since ``entry.PARENT_PID`` was read, the server's orphan watch's check. Its answer could not reach the client any more, so a
+    """Whether the MCP client of ``agent-link mcp`` has died (this process was re-parented since ``entry.PARENT_PID``), so a
     wait does not count the reply it found as delivered. False outside the console script."""
     parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
     return parent is not None and os.getppid() != parent
@@ -47,18 +46,13 @@ def client_gone() -> bool:
 
 @dataclass
 class ToolCall:
-    """What a handler gets besides its arguments.
-
-    :param meta: the request's MCP ``_meta`` (may be empty).
-    :param caller: the identity resolved for this call.
-    :param warnings: append ``{"code", "message"}`` dicts to report with a success.
-    """
+    """What a handler gets besides its arguments: the request's MCP ``_meta`` (may be empty), the ``caller`` resolved for
+    it, ``warnings`` (append ``{"code", "message"}`` dicts to report with a success) and ``progress``, set only when the
+    client sent a progress token (long waits use it to stay alive)."""
 
     meta: Mapping[str, Any]
     caller: Caller
     warnings: list[dict[str, Any]] = field(default_factory=list)
-    #: ``async (progress, total, message)``: MCP progress notifications for this call, set
-    #: only when the client sent a progress token (long waits use it to stay alive)
     progress: Progress | None = None
 
 
@@ -77,9 +71,8 @@ class ToolSpec:
     :param read_only / destructive / idempotent: MCP annotations.
     :param title: the human-readable name hosts show (MCP ``title``).
     :param removed: arguments removed in older versions ``{old: replacement}``.
-    :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type
-        of the removed form, what to give instead)}``, e.g. ``{"since": ("number", "an ISO
-        8601 string")}``: refused as a removed argument is, not with a plain type error.
+    :param removed_forms: removed forms of a kept argument ``{argument: (JSON type of the form, what to give instead)}``,
+        e.g. ``{"since": ("number", "an ISO 8601 string")}``: refused as a removed argument is.
     """
 
     name: str
@@ -124,9 +117,7 @@ def output_schema(spec: ToolSpec) -> dict[str, Any]:
 
 
 def check_tool(record: Any) -> None:
-    """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
-    (name, async handler, input and output schemas valid against the JSON Schema meta-schema).
-
+    """Refuse a tool that is not a well-formed :class:`ToolSpec` (name, async handler, schemas valid JSON Schema).
     :raises Refused: naming what is wrong and how to fix it (``agent_link_register_tools``)."""
     from jsonschema.exceptions import SchemaError
 
@@ -190,12 +181,9 @@ def _remembered_path() -> str | None:
 
 
 def check_schema(schema: Any) -> None:
-    """``Draft202012Validator.check_schema(schema)``, remembering the valid schemas (for the process and in
-    :func:`_remembered_path`): every process that lists the tools checks the same ~90 schemas, about half a second of CPU.
-
-    :param schema: the schema (a JSON object as Python dicts and lists).
-    :raises jsonschema.exceptions.SchemaError: the schema is invalid.
-    """
+    """``Draft202012Validator.check_schema(schema)`` (a JSON object as dicts and lists), remembering the valid ones (for the
+    process and in :func:`_remembered_path`): every process that lists the tools checks the same ~90, ~0.5 s of CPU.
+    :raises jsonschema.exceptions.SchemaError: the schema is invalid."""
     from jsonschema import Draft202012Validator
 
     key = _schema_key(schema)
@@ -261,13 +249,9 @@ def _expected(schema: Mapping[str, Any]) -> str:
 
 
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Check and normalise tool arguments.
-
-    :returns: ``(arguments, warnings)``; nulls of optional arguments removed, exact string
-        spellings of numbers and booleans converted (with a ``coerced_argument`` warning).
-    :raises AgentLinkError: ``invalid_arguments`` with ``details.errors`` =
-        ``[{path, rule, expected}]`` (and ``details.removed`` for removed arguments).
-    """
+    """Check and normalise tool arguments: ``(arguments, warnings)``, nulls of optional arguments removed, exact string
+    spellings of numbers and booleans converted (with a ``coerced_argument`` warning).
+    :raises AgentLinkError: ``invalid_arguments``, ``details.errors`` ``[{path, rule, expected}]`` (``details.removed``)."""
     from jsonschema import Draft202012Validator
 
     arguments = {} if arguments is None else arguments
@@ -333,8 +317,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
 
 
 def _message_id(value: str) -> str:
-    """A message-id argument as stored: a UUID becomes the ULID with the same 128 bits (the
-    CLI's mapping); anything else is left for the schema to judge."""
+    """A message-id argument as stored: a UUID becomes the ULID of the same 128 bits (as the CLI maps it)."""
     from agent_link_core.mailbox import ulid_of_uuid
 
     if len(value) == 26 or not re.fullmatch(ULID["pattern"], value):  # a ULID, or what the schema refuses
@@ -358,14 +341,12 @@ async def run_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None
 
 async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any],
                     progress: Progress | None = None) -> tuple[dict[str, Any], str | None]:
-    """Validate, call the handler and wrap the outcome in the result contract.
+    """Validate, call the handler and wrap the outcome in the result contract (docs/behaviour.md §3-4).
 
     :param progress: the call's progress reporter when the client sent a progress token.
-    :returns: ``(result, its JSON text)``, the text None when not made yet. Every string of the
-        result is made visible (:func:`agent_link_core.visible.visible_data`). Never raises: an
-        :class:`AgentLinkError` becomes ``ok: false``; any other exception ``internal_error``
-        naming only its class; a success its output schema refuses ``internal_error`` naming
-        the plugin and where the result broke the schema (:func:`_withheld`).
+    :returns: ``(result, its JSON text or None)``, its strings made visible (:mod:`agent_link_core.visible`). Never raises:
+        an :class:`AgentLinkError` becomes ``ok: false``, anything else or a result its output schema refuses
+        ``internal_error`` (:func:`_withheld`).
     """
     plugin = app.hooks.owner("tool", spec.name) or "?"
     try:
@@ -433,8 +414,8 @@ MAX_RESULT_ERRORS = 5  # how many schema violations an internal_error names
 
 
 def _withheld(app: App, spec: ToolSpec, plugin: str, found: list[dict[str, str]], why: str | None = None) -> dict[str, Any]:
-    """The ``internal_error`` for a result of ``plugin``'s tool that broke its output schema at ``found``; the fault is
-    recorded as the plugin's problem (not disabling it), ``why`` when a reason other than the schema."""
+    """The ``internal_error`` for ``plugin``'s result that broke its output schema at ``found`` (or ``why``), recorded as
+    the plugin's problem."""
     where = "; ".join(f"{f['path'] or '(result)'}: {f['rule']}" for f in found)
     log.warning("tool %s of plugin %s returned a result its output schema refuses: %s", spec.name, plugin, where)
     app.hooks.boundary.fault(plugin, f"tool {spec.name}", why or f"result does not match the declared output schema ({where})"[:300],
