@@ -28,11 +28,10 @@ class LinkStreams:
 
     :param read: the transport's stream of inbound :class:`SessionMessage` (or exceptions).
     :param write: the transport's stream for outbound :class:`SessionMessage`.
-    :param refuse_discover: answer ``server/discover`` with JSON-RPC error -32601 instead of
-        passing it to the SDK.
+    :param refuse_discover: answer ``server/discover`` with JSON-RPC error -32601 instead of passing it to the SDK.
 
-    :attr:`reader` and :attr:`writer` go to the SDK; :attr:`peer` is the connection as
-    harnesses see it, its notification path :meth:`notify`.
+    :attr:`reader` and :attr:`writer` go to the SDK; :attr:`peer` is the connection as harnesses see it, its notification
+    path :meth:`notify`.
     """
 
     def __init__(self, read: Any, write: Any, *, refuse_discover: bool = False) -> None:

@@ -203,9 +203,8 @@ async def serve_unavailable(error: AgentLinkError) -> None:
 
 
 async def _guarded(app: App, plugin: str, hook: str, make: Callable[[], Awaitable[Any]]) -> None:
-    """Run ``plugin``'s background task through the one guard: what it raises (a plugin's
-    SystemExit and KeyboardInterrupt too) is that plugin's problem, never the server's end; a
-    client gone (:class:`PeerGone`) ends it quietly."""
+    """Run ``plugin``'s background task through the one guard: what it raises (SystemExit and KeyboardInterrupt too) is
+    that plugin's problem, never the server's end; a client gone (:class:`PeerGone`) ends it quietly."""
     with contextlib.suppress(PeerGone):
         await app.hooks.boundary.acall(plugin, hook, make, bound_s=None, passing=(PeerGone,), background=True)
 

@@ -77,9 +77,8 @@ class ToolSpec:
     :param read_only / destructive / idempotent: MCP annotations.
     :param title: the human-readable name hosts show (MCP ``title``).
     :param removed: arguments removed in older versions ``{old: replacement}``.
-    :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type
-        of the removed form, what to give instead)}``, e.g. ``{"since": ("number", "an ISO
-        8601 string")}``: refused as a removed argument is, not with a plain type error.
+    :param removed_forms: forms of a kept argument that were removed ``{argument: (JSON type of the removed form, what to
+        give instead)}``, e.g. ``{"since": ("number", "an ISO 8601 string")}``: refused as a removed argument is.
     """
 
     name: str
@@ -124,8 +123,7 @@ def output_schema(spec: ToolSpec) -> dict[str, Any]:
 
 
 def check_tool(record: Any) -> None:
-    """Refuse a tool that is not a well-formed :class:`~agent_link_core.tools.registry.ToolSpec`
-    (name, async handler, input and output schemas valid against the JSON Schema meta-schema).
+    """Refuse a tool that is not a well-formed :class:`ToolSpec` (name, async handler, schemas valid against the meta-schema).
 
     :raises Refused: naming what is wrong and how to fix it (``agent_link_register_tools``)."""
     from jsonschema.exceptions import SchemaError
@@ -263,10 +261,10 @@ def _expected(schema: Mapping[str, Any]) -> str:
 def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Check and normalise tool arguments.
 
-    :returns: ``(arguments, warnings)``; nulls of optional arguments removed, exact string
-        spellings of numbers and booleans converted (with a ``coerced_argument`` warning).
-    :raises AgentLinkError: ``invalid_arguments`` with ``details.errors`` =
-        ``[{path, rule, expected}]`` (and ``details.removed`` for removed arguments).
+    :returns: ``(arguments, warnings)``; nulls of optional arguments removed, exact string spellings of numbers and booleans
+        converted (with a ``coerced_argument`` warning).
+    :raises AgentLinkError: ``invalid_arguments`` with ``details.errors`` = ``[{path, rule, expected}]`` (and
+        ``details.removed`` for removed arguments).
     """
     from jsonschema import Draft202012Validator
 
@@ -333,8 +331,7 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
 
 
 def _message_id(value: str) -> str:
-    """A message-id argument as stored: a UUID becomes the ULID with the same 128 bits (the
-    CLI's mapping); anything else is left for the schema to judge."""
+    """A message-id argument as stored: a UUID becomes the ULID of the same 128 bits (the CLI's mapping); else unchanged."""
     from agent_link_core.mailbox import ulid_of_uuid
 
     if len(value) == 26 or not re.fullmatch(ULID["pattern"], value):  # a ULID, or what the schema refuses
@@ -361,11 +358,10 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     """Validate, call the handler and wrap the outcome in the result contract.
 
     :param progress: the call's progress reporter when the client sent a progress token.
-    :returns: ``(result, its JSON text)``, the text None when not made yet. Every string of the
-        result is made visible (:func:`agent_link_core.visible.visible_data`). Never raises: an
-        :class:`AgentLinkError` becomes ``ok: false``; any other exception ``internal_error``
-        naming only its class; a success its output schema refuses ``internal_error`` naming
-        the plugin and where the result broke the schema (:func:`_withheld`).
+    :returns: ``(result, its JSON text)``, the text None when not made yet. Every string of the result is made visible
+        (:func:`agent_link_core.visible.visible_data`). Never raises: an :class:`AgentLinkError` becomes ``ok: false``; any
+        other exception ``internal_error`` naming only its class; a success its output schema refuses ``internal_error``
+        naming the plugin and where the result broke the schema (:func:`_withheld`).
     """
     plugin = app.hooks.owner("tool", spec.name) or "?"
     try:
