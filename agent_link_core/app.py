@@ -381,11 +381,9 @@ def _check_capabilities(result: Any, plugin: str) -> str | None:
 
 
 def configure_logging(config: Config) -> None:
-    """Send agent-link's logs to a private file when debugging or a level is set.
-
-    ``AGENT_LINK_DEBUG`` (level debug) or ``AGENT_LINK_LOG_LEVEL`` turn it on; the file is ``AGENT_LINK_LOG_FILE`` or
-    ``<state>/logs/agent-link.log`` (0600, dir 0700). Otherwise only warnings reach stderr; never stdout (MCP's transport).
-    """
+    """Send agent-link's logs to a private file when debugging or a level is set: ``AGENT_LINK_DEBUG`` (level debug) or
+    ``AGENT_LINK_LOG_LEVEL`` turn it on; the file is ``AGENT_LINK_LOG_FILE`` or ``<state>/logs/agent-link.log`` (0600, dir
+    0700). Otherwise only warnings reach stderr; never stdout (MCP's transport)."""
     level_name = "debug" if config.get("AGENT_LINK_DEBUG") else config.get("AGENT_LINK_LOG_LEVEL")
     if level_name is None:  # nothing to set up: logging is imported when something is logged
         return
