@@ -10,8 +10,7 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,12 +21,10 @@ from agent_link_core.model import Session
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import run_tool
-from agent_link_testing.harnesses import HarnessPlugin
 from agent_link_waits.tools import WAIT_FOR_AGENT
 from agent_link_waits.waits import waits_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-OTHER_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name != "waits"))
 TOOLS = {spec.name: spec for spec in (*CORE_TOOLS, WAIT_FOR_AGENT)}
 
 
@@ -50,31 +47,16 @@ class SlowHarness(Harness):
         return Delivery(delivered=True, via="slow", evidence={"echo": message["id"]})
 
 
-def make_app(address: str, harness: Harness | None = None) -> App:
-    import os
-
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS, "AGENT_LINK_ADDRESS": address}
-    return App.create(env, (HarnessPlugin(harness),) if harness else ())
-
-
-@pytest.fixture
-def apps() -> Iterator[dict[str, App]]:
-    made: dict[str, App] = {}
-    yield made
-    for app in made.values():
-        app.close()
-
-
 async def call(app: App, tool: str, **arguments: Any) -> dict[str, Any]:
     return await run_tool(app, TOOLS[tool], arguments, {})
 
 
-async def test_wait_for_agent_returns_unread_mail_first(apps: dict[str, App]) -> None:
-    apps["bob"] = bob = make_app("test:bob")
+async def test_wait_for_agent_returns_unread_mail_first(make_app: Callable[..., App]) -> None:
+    bob = make_app("test:bob")
     # Bob writes twice while Alice's server is down.
     first = await call(bob, "message_agent", to="test:alice", message="sent while you were away")
     second = await call(bob, "message_agent", to="test:alice", message="and another")
-    apps["alice"] = alice = make_app("test:alice")
+    alice = make_app("test:alice")
     got = await call(alice, "wait_for_agent", agent="test:bob", timeoutMs=0)
     assert got["outcome"] == "reply" and got["timedOut"] is False and got["arrivedBeforeWait"] is True
     assert got["reply"]["id"] == first["messageId"] and "while you were away" in got["reply"]["envelope"]
@@ -94,10 +76,10 @@ async def test_wait_for_agent_returns_unread_mail_first(apps: dict[str, App]) ->
     assert got["outcome"] == "timeout"
 
 
-async def test_wait_for_reply_fits_its_bound_push_included(apps: dict[str, App], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_wait_for_reply_fits_its_bound_push_included(make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch) -> None:
     # A small per-call bound stands in for the 50 s one; the push takes most of it.
     monkeypatch.setattr(core_tools, "MAX_WAIT_PER_CALL_MS", 5000)
-    apps["alice"] = alice = make_app("test:alice", SlowHarness(delay_s=1.0))
+    alice = make_app("test:alice", SlowHarness(delay_s=1.0))
     sent = await call(alice, "message_agent", to="slow:target", message="are you there?", waitForReply=True, timeoutMs=60000,
                       pollIntervalMs=250)
     assert sent["ok"] is True and sent["delivery"] == "delivered"
@@ -109,22 +91,22 @@ async def test_wait_for_reply_fits_its_bound_push_included(apps: dict[str, App],
     assert warning["details"]["waitedAtMostMs"] == 5000 - warning["details"]["sendMs"]
 
     # The recipient answers later; a wait on the message id picks the reply up.
-    apps["target"] = target = make_app("slow:target")
+    target = make_app("slow:target")
     await call(target, "reply_agent_link_message", messageId=message_id, message="yes, here")
     got = await call(alice, "wait_for_agent", agent="slow:target", replyToMessageId=message_id, timeoutMs=0)
     assert got["outcome"] == "reply" and "yes, here" in got["reply"]["envelope"]
 
 
-async def test_wait_for_reply_within_the_bound_is_not_shortened(apps: dict[str, App]) -> None:
-    apps["alice"] = alice = make_app("test:alice", SlowHarness(delay_s=0))
+async def test_wait_for_reply_within_the_bound_is_not_shortened(make_app: Callable[..., App]) -> None:
+    alice = make_app("test:alice", SlowHarness(delay_s=0))
     sent = await call(alice, "message_agent", to="slow:target", message="quick", waitForReply=True, timeoutMs=0)
     assert sent["wait"]["outcome"] == "timeout" and "warnings" not in sent
 
 
-async def test_a_push_longer_than_the_bound_goes_on_and_the_call_returns_its_id(apps: dict[str, App],
+async def test_a_push_longer_than_the_bound_goes_on_and_the_call_returns_its_id(make_app: Callable[..., App],
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(core_tools, "MAX_WAIT_PER_CALL_MS", 300)
-    apps["alice"] = alice = make_app("test:alice", SlowHarness(delay_s=2.0))
+    alice = make_app("test:alice", SlowHarness(delay_s=2.0))
     sent = await call(alice, "message_agent", to="slow:target", message="slow host", waitForReply=True)
     assert sent["ok"] is True and sent["deliveryState"] == "pushing" and sent["wait"]["timedOut"] is True
     message_id = sent["messageId"]
@@ -137,15 +119,15 @@ async def test_a_push_longer_than_the_bound_goes_on_and_the_call_returns_its_id(
             break
         await asyncio.sleep(0.1)
     assert row is not None and row["delivered_via"] == "slow"
-    apps["target"] = target = make_app("slow:target")
+    target = make_app("slow:target")
     await call(target, "reply_agent_link_message", messageId=message_id, message="late but here")
     got = await call(alice, "wait_for_agent", agent="slow:target", replyToMessageId=message_id, timeoutMs=0)
     assert got["outcome"] == "reply" and "late but here" in got["reply"]["envelope"]
 
 
-async def test_the_inbox_leaves_a_reply_to_the_wait_that_holds_it(apps: dict[str, App]) -> None:
-    apps["alice"] = alice = make_app("test:alice")
-    apps["bob"] = bob = make_app("test:bob")
+async def test_the_inbox_leaves_a_reply_to_the_wait_that_holds_it(make_app: Callable[..., App]) -> None:
+    alice = make_app("test:alice")
+    bob = make_app("test:bob")
     asked = await call(alice, "message_agent", to="test:bob", message="ready?", anticipation="reply")
     chatter = await call(bob, "message_agent", to="test:alice", message="unrelated news")
     waiting = asyncio.create_task(call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"],
@@ -167,9 +149,9 @@ async def test_the_inbox_leaves_a_reply_to_the_wait_that_holds_it(apps: dict[str
     assert after["heldByActiveWait"] == 0 and replied["messageId"] not in [m["id"] for m in after["messages"] if m["open"]]
 
 
-async def test_a_wait_that_ends_without_the_reply_hands_it_to_the_inbox(apps: dict[str, App]) -> None:
-    apps["alice"] = alice = make_app("test:alice")
-    apps["bob"] = bob = make_app("test:bob")
+async def test_a_wait_that_ends_without_the_reply_hands_it_to_the_inbox(make_app: Callable[..., App]) -> None:
+    alice = make_app("test:alice")
+    bob = make_app("test:bob")
     asked = await call(alice, "message_agent", to="test:bob", message="ready?", anticipation="reply")
     waiting = asyncio.create_task(call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"],
                                        timeoutMs=30000, pollIntervalMs=10000))
@@ -184,8 +166,8 @@ async def test_a_wait_that_ends_without_the_reply_hands_it_to_the_inbox(apps: di
     assert read["heldByActiveWait"] == 0 and read["markedDelivered"] == [replied["messageId"]] and "yes" in read["renderedBlock"]
 
 
-async def test_a_wait_on_an_fyi_message_says_no_answer_is_expected(apps: dict[str, App]) -> None:
-    apps["alice"] = alice = make_app("test:alice")
+async def test_a_wait_on_an_fyi_message_says_no_answer_is_expected(make_app: Callable[..., App]) -> None:
+    alice = make_app("test:alice")
     fyi = await call(alice, "message_agent", to="test:bob", message="for your information")
     got = await call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=fyi["messageId"], timeoutMs=0)
     assert got["outcome"] == "timeout"
@@ -195,7 +177,7 @@ async def test_a_wait_on_an_fyi_message_says_no_answer_is_expected(apps: dict[st
     asked = await call(alice, "message_agent", to="test:bob", message="a question", anticipation="reply")
     got = await call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=asked["messageId"], timeoutMs=0)
     assert got["outcome"] == "timeout" and "warnings" not in got
-    apps["bob"] = bob = make_app("test:bob")
+    bob = make_app("test:bob")
     await call(bob, "reply_agent_link_message", messageId=fyi["messageId"], message="thanks anyway")
     got = await call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=fyi["messageId"], timeoutMs=0)
     assert got["outcome"] == "reply" and "warnings" not in got

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +46,6 @@ print(json.dumps({{"outcome": out["outcome"], "beforeLimit": out["waitedMs"] < {
 """
 
 
-def make_app(address: str) -> App:
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS, "AGENT_LINK_ADDRESS": address}
-    return App.create(env)
-
-
-@pytest.fixture
-def apps() -> Iterator[dict[str, App]]:
-    made: dict[str, App] = {}
-    yield made
-    for app in made.values():
-        app.close()
-
-
 async def call(app: App, tool: str, **arguments: Any) -> dict[str, Any]:
     return await run_tool(app, TOOLS[tool], arguments, {})
 
@@ -68,12 +55,9 @@ def fifos(app: App) -> list[str]:
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
-
-
-
-async def test_a_waiter_in_another_process_wakes_on_the_reply(apps: dict[str, App]) -> None:
-    apps["alice"] = alice = make_app("test:alice")
-    apps["bob"] = bob = make_app("test:bob")
+async def test_a_waiter_in_another_process_wakes_on_the_reply(make_app: Callable[..., App]) -> None:
+    alice = make_app("test:alice")
+    bob = make_app("test:bob")
     sent = await call(alice, "message_agent", to="test:bob", message="ping")
     env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": OTHER_PLUGINS, "AGENT_LINK_ADDRESS": "test:alice"}
     waiter = subprocess.Popen([sys.executable, "-c", WAITER.format(wait=WAIT_MS, never=NEVER_MS), sent["messageId"]],
@@ -93,11 +77,11 @@ async def test_a_waiter_in_another_process_wakes_on_the_reply(apps: dict[str, Ap
     assert json.loads(out) == {"outcome": "reply", "beforeLimit": True}
     assert fifos(bob) == []  # the waiter removed its FIFO
 
-async def test_a_commit_between_the_check_and_the_sleep_is_not_missed(apps: dict[str, App],
+async def test_a_commit_between_the_check_and_the_sleep_is_not_missed(make_app: Callable[..., App],
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The reply is committed right after the wait's first look found nothing, before the
     wait gets to sleep: armed before that look, the wait still wakes."""
-    apps["alice"] = alice = make_app("test:alice")
+    alice = make_app("test:alice")
     sent = await call(alice, "message_agent", to="test:bob", message="ping")
     looks = []
     original = waits_of(alice)._wait_check
@@ -125,9 +109,9 @@ async def test_a_commit_between_the_check_and_the_sleep_is_not_missed(apps: dict
     assert got["outcome"] == "reply" and got["waitedMs"] < WAIT_MS
     assert "pong" in got["reply"]["envelope"] and len(looks) == 2
 
-async def test_mail_from_an_agent_wakes_a_wait_without_reply_to(apps: dict[str, App]) -> None:
-    apps["alice"] = alice = make_app("test:alice")
-    apps["bob"] = bob = make_app("test:bob")
+async def test_mail_from_an_agent_wakes_a_wait_without_reply_to(make_app: Callable[..., App]) -> None:
+    alice = make_app("test:alice")
+    bob = make_app("test:bob")
 
     async def later() -> None:
         while not fifos(bob):
@@ -139,10 +123,10 @@ async def test_mail_from_an_agent_wakes_a_wait_without_reply_to(apps: dict[str, 
     await task
     assert got["outcome"] == "reply" and got["waitedMs"] < WAIT_MS and "news" in got["reply"]["envelope"]
 
-async def test_without_wake_ups_the_wait_polls(apps: dict[str, App], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_wake_ups_the_wait_polls(make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch) -> None:
     """A folder that cannot hold FIFOs (here: a file in its place) leaves the poll as before."""
-    apps["alice"] = alice = make_app("test:alice")
-    apps["bob"] = bob = make_app("test:bob")
+    alice = make_app("test:alice")
+    bob = make_app("test:bob")
     Path(wake.waiters_dir(alice.store.path)).write_text("in the way")
     assert wake.Wakeup(alice.store.path).path is None
     sent = await call(alice, "message_agent", to="test:bob", message="ping")
