@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.tools.registry import Progress, ToolSpec
 
 
-
+# Hand-written hooks, not agent_link_core.contribute's one-liners: every inbox read loads this module
+# (agent_link_held_messages) and must not import contribute (tests/test_lazy_plugins.py, INBOX_PLUGIN_MODULES).
 @hookimpl
 def agent_link_schema() -> list[Migration]:
     from agent_link_waits.waits import MIGRATIONS
