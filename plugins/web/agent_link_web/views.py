@@ -306,7 +306,6 @@ def threads(app: App, visibility: Visibility, root_ids: list[str], now: int) -> 
     return out
 
 
-
 def _recent_correspondents(app: App, scan: int, visibility: Visibility) -> list[Any]:
     """``(address, at)`` rows of the senders and recipients of the newest ``scan`` sends that
     ``visibility`` sees, each with its latest ``sent_at`` (epoch ms), newest first."""
