@@ -94,7 +94,7 @@ class App:
         docs/plugins.md section 4)."""
         if name in ("send", "reply", "push", "refresh_delivery"):
             return getattr(self.outbox, name)
-        if name in ("list_agents", "resolve_agent", "target_address", "present_sessions"):
+        if name in ("list_agents", "resolve_agent", "target_address"):
             return getattr(self.directory, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -109,7 +109,7 @@ class App:
         """Attach a harness to this App; one that cannot attach leaves its plugin out (reported)."""
         from agent_link_core.harness import call_harness, harness_fault
 
-        if not call_harness(self.hooks, harness, "attach", partial(_attach, harness, self), default=False) \
+        if call_harness(self.hooks, harness, "attach", partial(harness.attach, self), default=False) is False \
                 and self.hooks.owner("harness", harness.name):
             harness_fault(self.hooks, harness, "attach", "the harness could not attach", disable=True)
             return False
@@ -127,9 +127,7 @@ class App:
         return harness if self._attach_harness(harness) else None
 
     def _skip_hung_elsewhere(self) -> None:
-        """Skip the hooks another process lately interrupted after the budget
-        (:func:`boundary.hung_lately`), so that every command does not wait for them again;
-        an upgraded plugin is tried again at once."""
+        """Skip the hooks another process lately interrupted (:func:`boundary.hung_lately`); an upgraded plugin is tried again."""
         hung = boundary.hung_lately(self.config.state_dir)
         installed = self.plugin_report.installed(self.env) if hung else {}
         for entry in hung:
@@ -140,8 +138,8 @@ class App:
                                          f"{boundary.HUNG_SKIP_S // 60} min have passed", boundary.HUNG_SKIP_S - ago)
 
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
-        """Open the database with the core's migrations, then each plugin's (one whose migration
-        fails is left out, reported). Raises ``state_io_error`` when the database is unusable."""
+        """Open the database with the core's migrations, then each plugin's (one whose migration fails is left out,
+        reported). Raises ``state_io_error`` when the database is unusable."""
         plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
         store = Store(path, [m for m in migrations if m.owner not in plugins], busy_timeout_ms=self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
         owners = dict.fromkeys(m.owner for m in migrations if m.owner in plugins)
@@ -466,8 +464,3 @@ def _name_the_setting(exc: AgentLinkError, config: Config) -> AgentLinkError:
         what = "a path this user can create and write" + (" (a directory)" if variable == "AGENT_LINK_STATE_DIR" else "")
     exc.hint = f"{named} is {path}; point it at {what}, or unset it."
     return exc
-
-
-def _attach(harness: Harness, app: App) -> bool:
-    harness.attach(app)
-    return True

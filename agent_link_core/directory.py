@@ -191,11 +191,11 @@ class Directory:
         self.served_elsewhere: set[str] = set()
 
     def check_harness(self, harness: str, present: list[Session] | None = None) -> None:
-        """Refuse a harness filter that names nothing here (``present``: :meth:`present_sessions` of it, if known).
+        """Refuse a harness filter that names nothing here (``present``: ``hooks.present_sessions`` of it, if known).
         :raises AgentLinkError: ``invalid_arguments`` (path ``harness``, rule ``enum``) naming the known harnesses."""
-        if harness == "all" or harness in self.harnesses or (self.present_sessions(harness) if present is None else present):
+        if harness == "all" or harness in self.harnesses or (self.hooks.present_sessions(harness) if present is None else present):
             return
-        known = sorted({*self.harnesses, *(s.harness for s in self.present_sessions())})
+        known = sorted({*self.harnesses, *(s.harness for s in self.hooks.present_sessions("all"))})
         raise invalid_arguments([{"path": "harness", "rule": "enum",
                                   "expected": f"all or one of {', '.join(known) or 'no harness (none is installed)'}"}])
 
@@ -209,7 +209,7 @@ class Directory:
         position = decode_cursor(cursor, "list_agents")
         depth = listing_depth(position, limit)
         listings = await gather_listings(self.app, only=harness, include_archived=include_archived, limit=depth)
-        sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.hooks.present_sessions(harness)
         filters: list[tuple[str, Callable[[Session], bool]]] = []
         if not include_archived:
             filters.append(("archived", lambda s: not s.archived))
@@ -269,7 +269,7 @@ class Directory:
             return resolved(session_view(direct[0]))
         listings = await gather_listings(self.app, only=harness, include_archived=True)
         # the live plain addresses too, as list_agents lists them: a bare id finds those sessions as well
-        sessions = [s for listing in listings.values() for s in listing.sessions] + self.present_sessions(harness)
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.hooks.present_sessions(harness)
         exact = [s for s in sessions if s.id == query or query in s.aliases]
         providers = providers_view(listings)
         if len(exact) == 1:
@@ -338,10 +338,6 @@ class Directory:
         """A message's metadata when a plugin claims ``address`` (``agent_link_resolve_elsewhere``), else None."""
         claimed = self.hooks.call("agent_link_resolve_elsewhere", address=address)
         return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
-
-    def present_sessions(self, only: str | None = None) -> list[Any]:
-        """Sessions no harness lists (``agent_link_present_sessions``) of the scheme ``only`` (None: all)."""
-        return self.hooks.present_sessions(only or "all")
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
         """Turn a CLI target into a recipient address: a contact alias, an address, a form a plugin resolves

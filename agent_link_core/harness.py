@@ -119,8 +119,6 @@ class Harness:
     Every method has a safe default; methods that do I/O are async and must not block the event loop."""
 
     name: str = ""
-    #: delivery options of message_agent this harness honours (``mode``, ``model``, ...); others aimed at its sessions are refused before anything is stored
-    send_options: frozenset[str] = frozenset()
     #: what one of its sessions is called in receipts (``target.kind``); empty: the harness name
     session_kind: str = ""
     #: every source kind its sessions can have (``extra["source"]``, ``surface``), for ``agent-link sessions|who|find --source``
@@ -134,13 +132,11 @@ class Harness:
     env_variables: tuple[str, ...] = ()
     #: whether mail to the exact address of an archived session is accepted (it waits until resumed)
     archived_sessions_take_mail: bool = False
-    #: result fields of ``wait_for_agent`` its ``activity_check`` outcomes add (name → JSON schema)
-    wait_result_fields: Mapping[str, dict[str, Any]] = {}
     #: arguments of ``agent_link_health`` it understands (name → JSON schema, with a description); given ones reach :meth:`prepare_health`
     health_options: Mapping[str, dict[str, Any]] = {}
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
-    #: the options this harness declares (their names count as :attr:`send_options` too)
+    #: the ``message_agent`` options this harness honours; others aimed at its sessions are refused before anything is stored
     send_option_specs: tuple[SendOption, ...] = ()
     #: extra result fields of a send to its sessions (``Delivery.fields``) as JSON schemas, declared in ``message_agent``'s output schema
     send_result_fields: Mapping[str, dict[str, Any]] = {}
@@ -149,10 +145,6 @@ class Harness:
     #: tool-call arguments (starting with ``_``) the host's side, never the model, adds to name the calling session where MCP
     #: requests carry no caller: the core moves them into the ``meta`` :meth:`identify_caller` receives before validation
     caller_arguments: tuple[str, ...] = ()
-
-    def accepted_send_options(self) -> frozenset[str]:
-        """Every ``message_agent`` option this harness honours (:attr:`send_options` and the names of :attr:`send_option_specs`)."""
-        return frozenset(self.send_options) | {o.name for o in self.send_option_specs}
 
     def attach(self, app: Any) -> None:
         """Called once by the App that loaded this harness, before any other method."""
@@ -188,11 +180,6 @@ class Harness:
             stays queued and is reported as such.
         """
         return Delivery()
-
-    def activity_check(self, session_id: str) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
-        """For ``wait_for_agent`` without ``replyToMessageId``: a check called every poll, returning ``{"outcome":
-        "turn_completed"|"idle", ...}`` (extra fields declared in :attr:`wait_result_fields`) once the session's activity
-        ends the wait, or None to keep waiting. None (the default): wait for messages only. May raise AgentLinkError."""
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
         """Called by ``agent_link_health`` before :meth:`health` with the given arguments among every harness's :attr:`health_options`."""

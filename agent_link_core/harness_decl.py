@@ -165,10 +165,6 @@ def check_harness(record: Any) -> None:
             raise Refused(f"declared harness {name!r} with target {record.target!r}",
                           "Give the harness class as 'package.module:ClassName'.")
         return
-    options: Any = getattr(record, "send_options", frozenset())
-    if not isinstance(options, (set, frozenset)) or not all(isinstance(o, str) for o in options):
-        raise Refused(f"harness {name!r} declares send_options that are not a set of strings",
-                      "Set send_options = frozenset({'option', ...}).")
     named: Any = getattr(record, "caller_arguments", ())
     if not isinstance(named, tuple) or not all(isinstance(a, str) and len(a) > 1 and a.startswith("_") for a in named):
         raise Refused(f"harness {name!r} declares caller_arguments that are not a tuple of names starting with '_'",

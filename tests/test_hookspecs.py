@@ -48,7 +48,6 @@ class EchoHarness(Harness):
     """A harness whose sessions receive pushes instantly (a fake host)."""
 
     name = "fake"
-    send_options = frozenset({"mode"})
 
     def __init__(self) -> None:
         self.pushed: list[tuple[str, str, dict[str, Any]]] = []
@@ -387,7 +386,7 @@ async def test_inbox_read_tells_plugins_who_reads_and_they_list_judge_and_sugges
     assert "team:bob" in [s["address"] for s in (await app.list_agents())["sessions"]]
     assert [s["address"] for s in (await app.list_agents(harness="team"))["sessions"]] == ["team:bob"]
     assert (await app.resolve_agent("bob"))["best"]["address"] == "team:bob"
-    assert app.directory.present_sessions("broken") == []  # a failing plugin lists nothing; the listing stands
+    assert app.hooks.present_sessions("broken") == []  # a failing plugin lists nothing; the listing stands
     assert any(p["hook"] == "agent_link_present_sessions" for p in app.hooks.problems())
     known = await app.send(caller=alice, to="team:bob", body="hi", require_known=True)
     assert known.address_warning is None
@@ -412,7 +411,7 @@ async def test_without_a_plugin_plain_addresses_are_neither_listed_nor_judged(is
     try:
         alice = Caller("team:alice", "explicit")
         app.inbox(Caller("team:bob", "explicit"))
-        assert (await app.list_agents())["sessions"] == [] and app.directory.present_sessions() == []
+        assert (await app.list_agents())["sessions"] == [] and app.hooks.present_sessions("all") == []
         assert (await app.send(caller=alice, to="team:bob", body="hi")).address_warning is None
         with pytest.raises(AgentLinkError) as e:
             await app.send(caller=alice, to="team:bob", body="again", require_known=True)

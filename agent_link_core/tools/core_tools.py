@@ -75,7 +75,7 @@ def harness_declared(app: App | None, attribute: str) -> dict[str, Any]:
     (the waits plugin's ``wait_for_agent``: ``wait_result_fields``) reads its declarations here."""
     declared: dict[str, Any] = {}
     for _, harness in sorted((app.harnesses if app is not None else {}).items()):
-        items = getattr(harness, attribute)
+        items = getattr(harness, attribute, ())  # a plugin's own declaration (wait_result_fields) may be absent
         for name, value in (items.items() if isinstance(items, Mapping) else ((o.name, o) for o in items)):
             declared.setdefault(name, value)
     return declared
@@ -185,7 +185,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     target = await app.target_address(args["to"], call.caller, allow_archived=allow_archived)
     recipient = target[0]
     harness = app.harnesses.get(recipient.split(":", 1)[0])
-    supported = harness.accepted_send_options() if harness is not None else frozenset()
+    supported = {o.name for o in harness.send_option_specs} if harness is not None else set()
     lacking = [k for k in options if k not in supported and declared[k].capability]
     if lacking:
         capability = declared[lacking[0]].capability

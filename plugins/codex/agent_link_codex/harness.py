@@ -98,8 +98,6 @@ class CodexHarness(Harness):
     endpoint_registration: str | None = None
     # Turn overrides (model, effort, cwd) are checked against the override policy before
     # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
-    send_options = frozenset({"mode", "resumeIfNeeded", "expectedTurnId", "model", "effort", "cwd",
-                              "allowParallelTurn", "allowTargetOverride"})
     send_option_specs = SEND_OPTION_SPECS
     # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
     sender_options = SENDER_OPTIONS

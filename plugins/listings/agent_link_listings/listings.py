@@ -44,7 +44,7 @@ async def sessions(
     import os
 
     position = decode_cursor(cursor, "sessions")
-    present = app.directory.present_sessions(harness)
+    present = app.hooks.present_sessions(harness)
     app.directory.check_harness(harness, present)
     depth = listing_depth(position, limit)
     listings = await gather_listings(app, only=harness, limit=depth)
@@ -114,7 +114,7 @@ async def find(app: App, query: str, *, show_paths: bool = False, source: str | 
     listings = await gather_listings(app, limit=100_000)
     if source:  # checked before an exact alias answers too: a typo is never silently ignored
         check_source(app, source, listings, [s for listing in listings.values() for s in listing.sessions]
-                     + app.directory.present_sessions())
+                     + app.hooks.present_sessions("all"))
     if row is not None:
         return {"version": 1, "verdict": "one", "matches": [{**_contact_view(row), "matchedBy": "alias"}]}
     incomplete = [n for n, listing in listings.items() if not listing.complete]
@@ -123,7 +123,7 @@ async def find(app: App, query: str, *, show_paths: bool = False, source: str | 
                              {"searched": incomplete}, hint="Retry when every endpoint answers.")
     known = {c["address"]: c for c in contacts(app)}
     matches = []
-    for s in [s for listing in listings.values() for s in listing.sessions] + app.directory.present_sessions():
+    for s in [s for listing in listings.values() for s in listing.sessions] + app.hooks.present_sessions("all"):
         alias = known.get(s.address, {}).get("alias") or ""
         if (not source or of_source(s, source)) and (norm in alias or score(s, query)[0] > 0):
             matches.append({**public_view(s, show_paths), "alias": alias or None})

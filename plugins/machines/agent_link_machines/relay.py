@@ -492,7 +492,7 @@ class Relay:
 
         local = {n: h for n, h in self.app.harnesses.items() if n != NAME}
         listings = await gather_listings(self.app, harnesses=local, limit=200)
-        sessions = [s for listing in listings.values() for s in listing.sessions] + self.app.present_sessions()
+        sessions = [s for listing in listings.values() for s in listing.sessions] + self.app.hooks.present_sessions("all")
         views = []
         for s in sessions:
             view = session_view(s)

@@ -67,7 +67,7 @@ def test_a_marking_inbox_read_records_the_reader_and_a_peek_does_not(isolated_en
         app.inbox(Caller("team:peek", "explicit"), mark=False)
         app.inbox(Caller("team:reader", "explicit"))
         assert row(app, "team:peek") is None and row(app, "team:reader") == (None, "inbox")
-        assert [s.address for s in app.directory.present_sessions()] == ["team:reader"]
+        assert [s.address for s in app.hooks.present_sessions("all")] == ["team:reader"]
     finally:
         app.close()
 

@@ -17,14 +17,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 async def wait_for_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """The ``wait_for_agent`` tool's handler: :meth:`~agent_link_waits.waits.Waits.wait` with the call's arguments; without
-    ``replyToMessageId`` the target harness's ``activity_check`` may end the wait too."""
+    """The ``wait_for_agent`` tool's handler: :meth:`~agent_link_waits.waits.Waits.wait` with the call's arguments.
+
+    Without ``replyToMessageId`` the target's own end of activity (its work being over, a session stopping) ends the wait
+    too, when its harness has the optional method ``activity_check(session_id)``: it returns None (wait for messages only)
+    or an ``async () -> dict | None`` called every poll, answering ``{"outcome": "turn_completed"|"idle", ...}`` once the
+    session's activity ends the wait (the extra fields declared in the harness's ``wait_result_fields``, name → JSON
+    schema), None to keep waiting; it may raise AgentLinkError."""
     activity = None
     if not args.get("replyToMessageId"):
-        # the target's own end of activity (its work being over, a session stopping) ends the wait too
         recipient, _, _ = await app.target_address(args["agent"], call.caller, allow_archived=True)
-        harness = app.harnesses.get(recipient.split(":", 1)[0])
-        activity = harness.activity_check(recipient.split(":", 1)[1]) if harness is not None else None
+        check = getattr(app.harnesses.get(recipient.split(":", 1)[0]), "activity_check", None)
+        activity = check(recipient.split(":", 1)[1]) if check is not None else None
     return await waits_of(app).wait(
         caller=call.caller, agent=args["agent"], reply_to=args.get("replyToMessageId"),
         timeout_ms=args.get("timeoutMs", 60000), poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress,
