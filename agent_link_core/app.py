@@ -22,7 +22,7 @@ from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
 from agent_link_core.plugins import Hooks, PluginReport, plugins_of
-from agent_link_core.settings_file import record_state_dir, with_settings
+from agent_link_core.settings_file import with_settings
 from agent_link_core.lazy_plugins import MigrationUnavailable
 from agent_link_core.store import Migration, Store, ensure_private_dir
 
@@ -172,7 +172,7 @@ class App:
     @classmethod
     def create(cls, env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (),
                read_only_ok: bool = False, hooks: Hooks | None = None) -> App:
-        """Load plugins and settings and open the database.
+        """Load plugins and settings, open the database, then tell the plugins (``agent_link_app_opened``).
 
         :param read_only_ok: when the database exists but its state dir is not writable, open it read-only instead of
             failing (``health``: report what can be read); ``read_only`` then holds the refusal, and every write fails.
@@ -185,11 +185,12 @@ class App:
         if hooks is None:
             hooks = plugins_of(env, extra_plugins)
         config = load_config(env, hooks.settings())
-        record_state_dir(config.state_dir, env)
         configure_logging(config)
         if config.get("AGENT_LINK_DEBUG"):
             hooks.trace = log.debug
-        return cls(config, hooks, env, read_only_ok)
+        app = cls(config, hooks, env, read_only_ok)
+        hooks.call("agent_link_app_opened")
+        return app
 
     async def aclose(self) -> None:
         """Shut the harnesses down (each failure logged), then close the database."""

@@ -9,7 +9,7 @@ import os
 from agent_link_core.errors import AgentLinkError, Refused
 from agent_link_core.settings_file import SettingsEnv, settings_path, with_settings
 
-TYPE_CHECKING = False  # typing is not imported at run time: this module is on the hook path
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
@@ -78,10 +78,8 @@ CORE_SETTINGS: tuple[Setting, ...] = (
 
 
 class Config:
-    """Parsed settings plus what health reports about them; build with :func:`load_config`.
-
-    ``values`` maps canonical names to parsed values; ``sources`` to the variable actually read, ``settings-file``, or ``default``
-    (also for a refused value a caller chose to collect); ``deprecated`` and ``conflicts`` are what health reports.
+    """Parsed settings (built by :func:`load_config`): ``values`` by canonical name; ``sources``: the variable read, ``settings-file``
+    or ``default`` (also for a refused value a caller chose to collect); ``deprecated`` and ``conflicts`` for health.
     """
 
     def __init__(self) -> None:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import __version__, boundary
 from agent_link_core.boundary import MAX_HEALTH_BYTES, disable_hint, oversize
-from agent_link_core.settings_file import other_state_dirs
 
 if TYPE_CHECKING:
     from agent_link_core.app import App
@@ -47,7 +46,6 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
             "file": app.config.settings_file,
             # where each setting not at its default came from: a variable's name or settings-file
             "sources": {name: src for name, src in app.config.sources.items() if src != "default"},
-            "otherStateDirs": other_state_dirs(app.config.state_dir, app.env),
         },
         "reminders": {"limit": app.config.reminder_limit, "intervalMs": app.config.reminder_interval_ms},
         "harnesses": {name: _harness_health(app, h) for name, h in list(app.harnesses.items())},

@@ -259,6 +259,16 @@ def agent_link_present_sessions(harness: str, app: App) -> list[Session] | None:
 
 
 @hookspec
+def agent_link_app_opened(app: App) -> None:
+    """Observe an App just opened (its settings read, its database open): ``App.create``, once per CLI command that opens
+    the mailbox and once per MCP server; not the prompt hook's fast path. Called in every such process: keep it cheap
+    and import little (the settings plugin's record of the state dirs in use).
+
+    :param app: the App.
+    """
+
+
+@hookspec
 def agent_link_inbox_read(address: str, app: App) -> None:
     """Observe a read of ``address``'s inbox that marks mail delivered (``agent-link inbox``, ``wait``, ...), before it
     reads; an MCP server's reads are not told (its serving is: ``agent_link_server_tasks``). Called outside any

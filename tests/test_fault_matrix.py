@@ -153,6 +153,11 @@ def agent_link_server_tasks():
 
 
 @hookimpl
+def agent_link_app_opened():
+    return act("opened", None, wrong=42)
+
+
+@hookimpl
 def agent_link_on_event(event):
     return act("event", None, wrong=42)
 
@@ -182,6 +187,8 @@ PLACES: dict[str, tuple[str, ...]] = {
     "import": ("raise", "exit", "interrupt", "hang", "slow"),
     "register": ("raise", "exit", "interrupt", "wrong", "hang"),
     "identify": ("raise", "exit", "interrupt", "wrong", "hang"),
+    # every App.create: the CLI's send and health, the MCP server's start
+    "opened": ("raise", "exit", "interrupt", "wrong", "hang"),
     "event": ("raise", "exit", "interrupt", "wrong", "hang"),
     "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "deliver": ("raise", "exit", "interrupt", "wrong", "hang"),
@@ -197,8 +204,8 @@ PLACES: dict[str, tuple[str, ...]] = {
     "server_task": ("raise", "exit", "interrupt", "hang"),
 }
 # which surfaces reach each place
-CLI_SEND = {"import", "register", "identify", "event", "envelope", "deliver"}
-CLI_HEALTH = {"health", "harness_health"}
+CLI_SEND = {"import", "register", "opened", "identify", "event", "envelope", "deliver"}
+CLI_HEALTH = {"health", "harness_health", "opened"}
 HOOK = {"import", "register", "prompt"}
 CASES = [(where, kind) for where, kinds in PLACES.items() for kind in kinds]
 

@@ -77,6 +77,7 @@ class Recorder:
         self.events: list[Any] = []
         self.listed: list[list[dict[str, Any]]] = []
         self.read_by: list[str] = []  # the addresses agent_link_inbox_read was told of
+        self.opened: list[str] = []  # the state dirs of the Apps agent_link_app_opened was told of
         self.holding: dict[str, set[str]] = {}  # recipient -> senders whose mail a "wait" of it returns (agent_link_held_messages)
         self.harness = EchoHarness()
 
@@ -175,6 +176,12 @@ class Recorder:
     @hookimpl
     def agent_link_inbox_read(self, address: str) -> None:
         self.read_by.append(address)
+
+    @hookimpl
+    def agent_link_app_opened(self, app: App) -> None:
+        self.opened.append(app.config.state_dir)
+        if app.config.get("AGENT_LINK_FAKE_FLAG") and len(self.opened) > 1:
+            raise RuntimeError("an observer of an App's opening failing must not fail the opening")
 
     @hookimpl
     def agent_link_held_messages(self, address: str, rows: list[Any] | None, app: App) -> set[str] | str | None:
@@ -371,6 +378,18 @@ async def test_resolve_address_served_elsewhere_is_not_unknown(app: App) -> None
 
     assert _check_resolution({"address": "team:x", "served": "yes"}, "p") == "returned a resolution whose 'served' is not a boolean"
     assert _check_resolution({"address": "team:x", "served": False}, "p") is None
+
+
+def test_an_app_that_opens_tells_plugins_and_a_failing_one_is_only_reported(app: App, recorder: Recorder) -> None:
+    """agent_link_app_opened: told once per App.create, with the App open; a plugin that fails there is reported and the
+    App opens all the same."""
+    assert recorder.opened == [app.config.state_dir] and app.store is not None
+    again = App.create(extra_plugins=(("fake", recorder),))
+    try:
+        assert recorder.opened == [app.config.state_dir] * 2 and again.inbox(Caller("team:bob", "explicit"), mark=False) is not None
+        assert [p["hook"] for p in again.hooks.problems()] == ["agent_link_app_opened"]
+    finally:
+        again.close()
 
 
 @pytest.mark.anyio

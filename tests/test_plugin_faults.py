@@ -243,6 +243,7 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_server_tasks": lambda self: m("not a list of tasks"),
         "agent_link_present_sessions": lambda self, harness: m(["plain:bad"]),
         "agent_link_inbox_read": lambda self, address: m(42),
+        "agent_link_app_opened": lambda self: m(42),
         "agent_link_check_recipient": lambda self, address, require_known: m("yes"),
         "agent_link_suggest_addresses": lambda self, query: m("plain:bad"),
         "agent_link_held_messages": lambda self, address, rows: m([42]),
@@ -308,7 +309,7 @@ HOOKS = [
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
     "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
     "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
-    "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_wait_for_reply",
+    "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_wait_for_reply", "agent_link_app_opened",
 ]
 # an async harness method that never ends holds only the call waiting on it, for a bound:
 # list_sessions its own, get_session the hook budget, deliver a few hook budgets

@@ -1,10 +1,8 @@
-"""The settings file (agent_link_core.settings_file) and the state-directory record health
-warns from (agent_link_core.settings_file too); ``agent-link config``, which edits the file, is the
-settings plugin's (plugins/settings/tests)."""
+"""The settings file (agent_link_core.settings_file); ``agent-link config``, which edits the file, and the
+state-directory record health warns from are the settings plugin's (plugins/settings/tests)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -13,7 +11,6 @@ import pytest
 from agent_link_core.app import App
 from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
-from agent_link_core import settings_file as settings_mod
 from agent_link_core.settings_file import with_settings
 from agent_link_testing.settings_file import cli, settings_file
 
@@ -67,36 +64,3 @@ def test_a_settings_file_that_is_a_folder_says_so(settings: Path) -> None:
         with pytest.raises(AgentLinkError) as caught:
             with_settings(dict(os.environ))
         assert caught.value.hint == "Fix its permissions or point AGENT_LINK_CONFIG elsewhere."
-
-
-def test_other_state_dirs_used_lately(tmp_path: Path) -> None:
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    a, b, old, gone = (str(tmp_path / name) for name in ("a", "b", "old", "gone"))
-    for folder in (a, b, old):
-        os.mkdir(folder)
-    day = settings_mod.STATE_DIR_RECENT_MS
-    settings_mod.record_state_dir(a, env, now_ms=10 * day)
-    settings_mod.record_state_dir(b, env, now_ms=10 * day + 5)
-    settings_mod.record_state_dir(old, env, now_ms=day)
-    settings_mod.record_state_dir(gone, env, now_ms=10 * day + 6)  # a temporary server's folder, since removed
-    assert settings_mod.other_state_dirs(a, env, now_ms=10 * day + 10) == [{"path": b, "lastUsedMs": 10 * day + 5}]
-    assert settings_mod.other_state_dirs(b, env, now_ms=12 * day) == []
-
-
-def test_health_warns_of_another_state_dir(tmp_path: Path) -> None:
-    cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": str(tmp_path / "elsewhere")})
-    done = cli("health")
-    assert "another agent-link process recently used the state dir" in done.stdout and str(tmp_path / "elsewhere") in done.stdout
-    assert "agent-link health --forget-state-dirs" in done.stdout  # the way out, said where the warning is
-
-
-def test_health_forgets_the_other_state_dirs(tmp_path: Path) -> None:
-    elsewhere = str(tmp_path / "elsewhere")
-    cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": elsewhere})
-    done = cli("health", "--forget-state-dirs", "--json")
-    assert done.returncode == 0 and f"forgot the state dir {elsewhere}" in done.stderr
-    assert json.loads(done.stdout)["settings"]["otherStateDirs"] == []
-    again = cli("health")
-    assert "another agent-link process" not in again.stdout and os.environ["AGENT_LINK_STATE_DIR"] in settings_mod._state_dirs(None)[1]
-    cli("health", env={**os.environ, "AGENT_LINK_STATE_DIR": elsewhere})  # used again: warned again
-    assert elsewhere in cli("health").stdout

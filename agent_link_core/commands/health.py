@@ -23,10 +23,6 @@ def _print_health(h: dict[str, Any]) -> None:
     settings = h.get("settings") or {}
     click.echo(f"  settings:   {settings.get('file')}"
                + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
-    for other in settings.get("otherStateDirs") or []:
-        click.echo(f"  warning: another agent-link process recently used the state dir {other['path']}: a separate mailbox"
-                   " (set AGENT_LINK_STATE_DIR alike everywhere: `agent-link config set state_dir ...`;"
-                   " if that is over, `agent-link health --forget-state-dirs` forgets it)")
     db = h["database"]
     click.echo(f"  database:   {db['path']} ({'ok' if db.get('ok', True) else 'REFUSING WRITES'}, WAL {db.get('walBytes', 0)} bytes)")
     if db.get("problem"):
@@ -50,9 +46,8 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
 
 
-@command(JSON, NDJSON, option("--forget-state-dirs", flag=True, help="Forget the other state dirs agent-link processes used lately"
-                              " (ends health's warning about them until one of them is used again)."))
-def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> None:
+@command(JSON, NDJSON)
+def health(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
     refuses writes: damaged, replaced, or a state dir this user cannot write; when a
     plugin's section reports a problem, such as a roles file that does not parse; or when a
@@ -64,11 +59,6 @@ def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> No
         if as_json or ndjson:  # still one JSON object: health's answer is that agent-link cannot start here
             emit({"ok": False, "error": exc.to_dict()}, as_json, _print_health, ndjson)
         fail(exc)
-    if forget_state_dirs:
-        from agent_link_core.settings_file import forget_other_state_dirs
-
-        for path in forget_other_state_dirs(app.config.state_dir, app.env):
-            click.echo(f"forgot the state dir {path}", err=True)  # stderr: --json prints one object
     data = app.health()
     failing = not data["database"].get("ok", True) or bool(data.get("problems"))
     # `ok` as every failing command's JSON says it (the exit status: 1 when False)
