@@ -155,7 +155,7 @@ class HookContext:
         return self.due_reminder_note(address, via)
 
     def heartbeat(self, host: str, event: str) -> None:
-        """Leave a cheap trace that this hook ran (health reads it)."""
+        """Leave a cheap trace that this hook ran: ``<state dir>/hooks/<host>-<event>.last`` holding epoch ms (host plugins' health reads it)."""
         state_dir = self.config.state_dir
         if not os.path.isdir(state_dir):
             return
@@ -169,21 +169,6 @@ class HookContext:
             os.ftruncate(fd, os.write(fd, str(time.time_ns() // 1_000_000).encode()))
         finally:
             os.close(fd)
-
-
-def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
-    """``{"<host>-<event>": epoch ms}`` of the last run of each hook (for health)."""
-    out: dict[str, int] = {}
-    beat_dir = os.path.join(state_dir, "hooks")
-    for name in os.listdir(beat_dir) if os.path.isdir(beat_dir) else ():
-        if not name.endswith(".last"):
-            continue
-        try:
-            with open(os.path.join(beat_dir, name), encoding="ascii") as fh:
-                out[name[: -len(".last")]] = int(fh.read() or 0)
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 #: the prompt hooks' registry file's format version; a file of another version is rebuilt
