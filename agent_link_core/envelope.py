@@ -37,8 +37,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def _compiled(pattern: str) -> re.Pattern[str]:
-    """``pattern`` (a ``_*_RE`` below) compiled on first use: importing :mod:`re` and compiling them all at import
-    would cost every command and prompt hook milliseconds."""
+    """``pattern`` compiled on first use: importing :mod:`re` and compiling at import costs every prompt hook milliseconds."""
     found = _PATTERNS.get(pattern)
     if found is None:
         import re
@@ -107,8 +106,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _escape_pieces(text: str) -> list[tuple[str, bool]]:
-    """docs/behaviour.md §10 escaping steps on sanitized text, as ``(piece, atomic)`` pairs: the length cap never cuts an
-    atomic piece (entity, reference, run marker)."""
+    """docs/behaviour.md §10 escaping of sanitized text as ``(piece, atomic)`` pairs: the cap never cuts an atomic one."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     pieces: list[tuple[str, bool]] = []
     pos = 0
