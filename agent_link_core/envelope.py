@@ -37,8 +37,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def _compiled(pattern: str) -> re.Pattern[str]:
-    """``pattern`` (a ``_*_RE`` below) compiled on first use: importing :mod:`re` and compiling them all at import
-    would cost every command and prompt hook milliseconds."""
+    """``pattern`` compiled on first use: importing :mod:`re` and compiling at import costs every prompt hook milliseconds."""
     found = _PATTERNS.get(pattern)
     if found is None:
         import re
@@ -60,9 +59,11 @@ _FORMAT_CLASS = (
     "\U000e0000-\U000e0fff"
 )
 _CONTROL_RE = f"[{_CONTROL_CLASS}]"
+#: a run of the characters escaping shows as references (controls and invisibles), as a regular expression
+INVISIBLE_RUN_RE = f"[{_CONTROL_CLASS}{_FORMAT_CLASS}]+"
 # One pass finds both maximal invisible runs (either class, mixed) and XML specials, so the
 # references inserted for invisibles are never XML-escaped a second time (docs/behaviour.md §10, item 3).
-_SPECIAL_RE = f"([{_CONTROL_CLASS}{_FORMAT_CLASS}]+)|([&<>])"
+_SPECIAL_RE = f"({INVISIBLE_RUN_RE})|([&<>])"
 _SURROGATE_RE = "[\ud800-\udfff]"
 # Anything any escaping step would change (surrogates, CR, NUL, controls, invisibles, XML specials): text without it
 # escapes to itself, so the steps are skipped (every read renders every envelope's attributes and reply line).
@@ -105,8 +106,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _escape_pieces(text: str) -> list[tuple[str, bool]]:
-    """docs/behaviour.md §10 escaping steps on sanitized text, as ``(piece, atomic)`` pairs: the length cap never cuts an
-    atomic piece (entity, reference, run marker)."""
+    """docs/behaviour.md §10 escaping of sanitized text as ``(piece, atomic)`` pairs: the cap never cuts an atomic one."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     pieces: list[tuple[str, bool]] = []
     pos = 0
@@ -345,51 +345,6 @@ def render_envelope(msg: EnvelopeMessage, *, elements: Sequence[str] = (), reply
     reply = escape_text(reply_text) if reply_text is not None else _reply_line(anticipation, message_id, reply_by)
     return "\n".join((f"{head}>", _NOTICE_LINE, *elements, "<body>", escape_text(msg.body, cap=MAX_ENVELOPE_BODY_CHARS),
                       "</body>", f"<reply>{reply}</reply>", "</agent-link-message>"))
-
-
-_TITLE_FROM_RE = r'\sfrom="([^"<>]*)'
-_TITLE_BODY_RE = r"(?s)<body>\n?(.*?)(?:\n?</body>|$)"
-_TITLE_ENTITY_RE = r"&(?:#x([0-9A-Fa-f]{1,6})|#([0-9]{1,7})|(lt|gt|amp|quot));"
-_TITLE_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
-_TITLE_DROP_RE = f"[{_CONTROL_CLASS}{_FORMAT_CLASS}]+"
-#: how many words of the body a title shows, and at most how many characters
-TITLE_WORDS = 8
-TITLE_CHARS = 60
-
-
-def _title_unescape(match: re.Match[str]) -> str:
-    if match.group(3):
-        return _TITLE_ENTITIES[match.group(3)]
-    code = int(match.group(1), 16) if match.group(1) else int(match.group(2))
-    return chr(code) if code < 0x110000 else ""
-
-
-def envelope_title(text: str | None) -> str | None:
-    """What a person would call a session that its host titled after an agent-link envelope (its first user message):
-    ``"<sender>: <the body's first words>"``, or ``"message from <sender>"`` when the title was cut before the body; None
-    when ``text`` is no envelope.
-
-    :param text: the host's title or first user message, possibly cut anywhere.
-    :returns: one line of at most ``TITLE_CHARS`` characters of body text (control, format and bidi characters dropped)
-        after the sender (kept only when it is a well-formed address).
-    """
-    if not isinstance(text, str) or not text.lstrip().startswith("<agent-link-message"):
-        return None
-    found = _compiled(_TITLE_FROM_RE).search(text)
-    sender = found.group(1) if found is not None else ""
-    sender = sender if is_address(sender) or sender == EXTERNAL else "an agent"
-    body = _compiled(_TITLE_BODY_RE).search(text)
-    words = ""
-    if body is not None:
-        plain = _compiled(_TITLE_ENTITY_RE).sub(_title_unescape, body.group(1))
-        plain = _compiled(_TITLE_DROP_RE).sub(" ", sanitize_text(plain))
-        every = plain.split()
-        words = " ".join(every[:TITLE_WORDS])
-        if len(words) > TITLE_CHARS:
-            words = words[:TITLE_CHARS - 1].rstrip() + "…"
-        elif len(every) > TITLE_WORDS:
-            words += " …"
-    return f"{sender}: {words}" if words else f"message from {sender}"
 
 
 def render_inbox(envelopes: Sequence[str]) -> str:

@@ -83,8 +83,7 @@ class HookContext:
         return self._mailbox
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        """The rows of one read (``[]`` when no database exists): through :mod:`sqlite3` alone
-        while that works, else through the mailbox's store (see the class doc)."""
+        """The rows of one read (``[]`` without a database), as the class doc says."""
         path = os.fspath(self.config.db_path)
         if self._lean is None and not os.path.exists(path):
             return []
@@ -104,8 +103,7 @@ class HookContext:
         return [] if box is None else box.store.conn.execute(sql, params).fetchall()
 
     def _mail_of(self, address: str) -> tuple[int, bool]:
-        """``(undelivered open messages, whether delivered open reply/action mail exists)`` of
-        ``address`` (``(0, False)`` for anything not an address), read once."""
+        """:data:`MAIL_SQL`'s answer for ``address``, read once (``(0, False)`` for anything not an address)."""
         if address not in self._mail:
             rows = self._read(MAIL_SQL, (address,)) if is_address(address) else []
             self._mail[address] = (int(rows[0][0]), bool(rows[0][1])) if rows else (0, False)
@@ -155,7 +153,7 @@ class HookContext:
         return self.due_reminder_note(address, via)
 
     def heartbeat(self, host: str, event: str) -> None:
-        """Leave a cheap trace that this hook ran (health reads it)."""
+        """Leave a cheap trace that this hook ran: ``<state dir>/hooks/<host>-<event>.last`` holding epoch ms (host plugins' health reads it)."""
         state_dir = self.config.state_dir
         if not os.path.isdir(state_dir):
             return
@@ -169,21 +167,6 @@ class HookContext:
             os.ftruncate(fd, os.write(fd, str(time.time_ns() // 1_000_000).encode()))
         finally:
             os.close(fd)
-
-
-def last_runs(state_dir: str | os.PathLike[str]) -> dict[str, int]:
-    """``{"<host>-<event>": epoch ms}`` of the last run of each hook (for health)."""
-    out: dict[str, int] = {}
-    beat_dir = os.path.join(state_dir, "hooks")
-    for name in os.listdir(beat_dir) if os.path.isdir(beat_dir) else ():
-        if not name.endswith(".last"):
-            continue
-        try:
-            with open(os.path.join(beat_dir, name), encoding="ascii") as fh:
-                out[name[: -len(".last")]] = int(fh.read() or 0)
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 #: the prompt hooks' registry file's format version; a file of another version is rebuilt
@@ -300,8 +283,7 @@ def _overran(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def _bounded(seconds: float) -> Iterator[None]:
-    """Raise :class:`AdapterOverran` in this (main) thread after ``seconds`` inside the block.
-    Where there is no SIGALRM (Windows) nothing is bounded."""
+    """Raise :class:`AdapterOverran` in this (main) thread after ``seconds`` inside the block (unbounded without SIGALRM)."""
     import _signal as signal  # the C module: the signal package imports enum, a tenth of a prompt hook
 
     if not hasattr(signal, "setitimer"):
@@ -343,9 +325,7 @@ def main(argv: list[str]) -> int:
 
 
 def _said(exc: BaseException) -> str:
-    """What went wrong, in words for the person reading the host's hook log: a stdin that is
-    not the host's hook JSON and agent-link's own refusals (a bad setting) are said as such;
-    anything else is a fault, said with its exception for the report."""
+    """What went wrong, for the host's hook log: a bad stdin or agent-link's own refusal as such, else a fault with its exception."""
     from json import JSONDecodeError
 
     from agent_link_core.errors import AgentLinkError

@@ -161,8 +161,7 @@ def module_hooks(module: object) -> dict[str, tuple[Callable[..., Any], dict[str
 
 
 def _hookable(plugin: object, name: str) -> tuple[Any, Callable[..., Any]] | None:
-    """``(what carries the marker, the function as getattr binds it)`` of ``plugin``'s attribute
-    ``name``, or None when pluggy takes no hook from it (``pluggy._manager._static_hook_attr``)."""
+    """``(marker carrier, bound function)`` of ``plugin.name``, or None where pluggy takes no hook (``_static_hook_attr``)."""
     if isinstance(plugin, types.ModuleType):
         static = vars(plugin).get(name)
     else:

@@ -9,9 +9,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: how much of a host's raw title a session keeps when it shows another (``Session``)
-RAW_TITLE_CHARS = 300
-
 #: where a runtime identity comes from (``Caller.source``); only these can be verified
 RUNTIME_SOURCES = ("current_session", "env", "runtime_context")
 
@@ -52,9 +49,6 @@ class Session(Record):
 
     ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it: ``{"push": str|None, "nudge":
     str|None, "pull": bool}``. ``extra`` holds harness fields (the host's own ids, status, ...) that list tools pass through.
-
-    A ``title`` that is an agent-link envelope (a host names a session after its first message) is shown as
-    :func:`agent_link_core.envelope.envelope_title`; the host's title is kept in ``extra["rawTitle"]`` (at most :data:`RAW_TITLE_CHARS`).
     """
 
     _fields = ("address", "harness", "id", "title", "cwd", "surface", "loaded", "archived", "last_activity_ms",
@@ -76,13 +70,7 @@ class Session(Record):
                  surface: tuple[str, ...] = (), loaded: bool | None = None, archived: bool = False,
                  last_activity_ms: int | None = None, receive: dict[str, Any] | None = None,
                  aliases: tuple[str, ...] = (), extra: dict[str, Any] | None = None) -> None:
-        from agent_link_core.envelope import envelope_title  # sessions are listed by commands that render
-
-        extra = {} if extra is None else extra
-        shown = envelope_title(title)
-        if shown is not None and title is not None:
-            extra, title = {"rawTitle": title[:RAW_TITLE_CHARS], **extra}, shown
         self._set(address=address, harness=harness, id=id, title=title, cwd=cwd, surface=surface, loaded=loaded,
                   archived=archived, last_activity_ms=last_activity_ms,
                   receive={"push": None, "nudge": None, "pull": True} if receive is None else receive,
-                  aliases=aliases, extra=extra)
+                  aliases=aliases, extra={} if extra is None else extra)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_link_core.config import load_config
-from agent_link_core.hook import HookContext, last_runs
+from agent_link_core.hook import HookContext
 from agent_link_core.mailbox import Mailbox, new_message_id
 from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
@@ -153,7 +153,7 @@ def test_bad_setting_fails_open(adapter_path: Path) -> None:
 def test_heartbeat_recorded(adapter_path: Path, isolated_env: Path) -> None:
     seed(1)
     run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
-    assert "test-host-Prompt" in last_runs(isolated_env)
+    assert int((isolated_env / "hooks" / "test-host-Prompt.last").read_text()) > 0  # epoch ms, for the host plugin's health
 
 
 def test_hook_imports_stay_light(adapter_path: Path) -> None:

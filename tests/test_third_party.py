@@ -161,7 +161,7 @@ def test_a_third_party_watching_sees_only_its_own_news(app: App, monkeypatch: py
         asyncio.run(app.send(caller=ALICE, to="test:eve", body="for eve only", anticipation="fyi"))
         return True
 
-    monkeypatch.setattr("agent_link_core.wake.Wakeup.wait_blocking", pause)
+    monkeypatch.setattr("agent_link_waits.wakeup.Wakeup.wait_blocking", pause)
     for args in (["watch"], ["watch", "--ndjson"], ["watch", "--envelope"]):
         pauses.clear()
         result = CliRunner().invoke(build_cli(), args)

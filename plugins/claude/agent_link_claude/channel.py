@@ -37,7 +37,7 @@ from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
 from agent_link_core.store import ensure_private_dir, now_ms
-from agent_link_core.wake import Wakeup
+from agent_link_waits.wakeup import Wakeup
 
 from agent_link_claude.procs import proc_start, same_process
 
@@ -358,7 +358,7 @@ class ChannelBridge:
         now (it changes after ``/clear``).
     :param status: where progress is reported for health.
 
-    Wakes on every commit in any process (:class:`agent_link_core.wake.Wakeup`), else after
+    Wakes on every commit in any process (:class:`agent_link_waits.wakeup.Wakeup`), else after
     0.2 s doubling to 2 s while idle (the fallback). Each turn of the loop costs one ``PRAGMA
     data_version`` (which changes when another process commits) plus the connection's own
     change counter; it reads the mailbox only when either moved.

@@ -42,9 +42,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
-from agent_link_core.hook import last_runs
 from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
+from agent_link_hostkit.hook_runs import last_runs
 from agent_link_hostkit.procs import lineage
 from agent_link_core.model import Caller, Session
 

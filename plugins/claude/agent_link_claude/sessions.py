@@ -39,6 +39,7 @@ from typing import Any
 from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import Session
+from agent_link_hostkit.titles import retitled
 
 from agent_link_claude.procs import is_claude_program, proc_start, same_process
 
@@ -614,6 +615,7 @@ def _session(key: str, part: _Parts, channel_sessions: frozenset[str]) -> Sessio
         # name: what Claude sessions' ListAgents / SendMessage call it; liveStatus: idle | busy
         extra.update(pid=live.pid, liveStatus=live.status, name=live.name, inbox=inbox)
     pushed = "inbox" if inbox else "channel" if key in channel_sessions else None
+    title, extra = retitled(title, extra)
     return Session(
         address=f"{HARNESS}:{key}",
         harness=HARNESS,

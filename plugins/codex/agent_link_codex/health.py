@@ -62,7 +62,7 @@ def health_view(harness: CodexHarness) -> dict[str, Any]:
         binary: dict[str, Any] = {"found": True, "path": launcher.path, "source": launcher.source}
     except ManagedError as exc:
         binary = {"found": False, "reason": exc.reason, "searched": exc.searched}
-    from agent_link_core.hook import last_runs
+    from agent_link_hostkit.hook_runs import last_runs
 
     last = last_runs(harness._state_dir) if harness._state_dir else {}
     probe = harness._version_probe or {"probed": False, "installed": None, "reason": "not_probed"}

@@ -158,7 +158,7 @@ def thread_names(home: Path) -> dict[str, str]:
 def preview_limit(text: str) -> int:
     """How much of a first user message a preview keeps: ``PREVIEW_CHARS``, or for an
     agent-link envelope (a thread agent-link started) enough to reach the body's first words,
-    which name the thread (:func:`agent_link_core.envelope.envelope_title`)."""
+    which name the thread (:func:`agent_link_hostkit.titles.envelope_title`)."""
     body = text.find("<body>") if text.lstrip().startswith("<agent-link-message") else -1
     return max(PREVIEW_CHARS, body + len("<body>") + ENVELOPE_BODY_CHARS) if body >= 0 else PREVIEW_CHARS
 

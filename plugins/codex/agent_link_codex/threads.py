@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_link_hostkit.callmeta import meta_text
-from agent_link_core.envelope import envelope_title, iso_ms
+from agent_link_hostkit.titles import RAW_TITLE_CHARS, envelope_title, retitled
+from agent_link_core.envelope import iso_ms
 from agent_link_core.harness import Delivery
-from agent_link_core.model import RAW_TITLE_CHARS, Session
+from agent_link_core.model import Session
 
 if TYPE_CHECKING:  # annotations only
     from agent_link_codex.service import Link
@@ -95,8 +96,9 @@ def session_from_thread(thread: Mapping[str, Any], link: Link | None, *, loaded:
         extra["localOnly"] = True
     if raw_title is not None and envelope_title(raw_title) is not None:
         extra["rawTitle"] = raw_title[:RAW_TITLE_CHARS]
+    shown, extra = retitled(title if isinstance(title, str) else None, extra)
     return Session(
-        address=f"codex:{tid}", harness="codex", id=tid, title=title if isinstance(title, str) else None,
+        address=f"codex:{tid}", harness="codex", id=tid, title=shown,
         cwd=thread.get("cwd") if isinstance(thread.get("cwd"), str) else None, surface=surface_of(kind),
         loaded=is_loaded, archived=archived, last_activity_ms=int(activity) * 1000 if isinstance(activity, (int, float)) else None,
         receive={"push": None if archived or transcript_only else VIA, "nudge": "codex-hook", "pull": True}, extra=extra,

@@ -34,7 +34,7 @@ def watch(ctx: Any, as_address: str | None, interval_ms: int, show_envelope: boo
     seen: dict[str, tuple[Any, ...]] = {}
     first = True
     where, params = app.mailbox.visible_to(caller.address).sql("messages")  # the one read rule
-    from agent_link_core.wake import Wakeup
+    from agent_link_waits.wakeup import Wakeup
 
     wakeup = Wakeup(app.store.path)  # armed before the first read: no commit after it goes unseen
     try:

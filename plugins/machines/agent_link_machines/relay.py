@@ -45,7 +45,8 @@ from typing import Any
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import now_ms
-from agent_link_core.wake import Wakeup, notify
+from agent_link_core.wake import notify
+from agent_link_waits.wakeup import Wakeup
 
 from agent_link_machines.common import (
     BUCKET, CREDS_SETTING, MACHINE_RE, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, cancel_until_done, heartbeat_ms, legacy_durable,

@@ -136,7 +136,7 @@ async def test_a_send_wakes_the_relay_only_when_nothing_else_waits_to_go(app: Ap
     finds nothing unsent wakes it (plugin.agent_link_on_event); every row is still there to go."""
     from agent_link_core.model import Caller
     from agent_link_core.store import now_ms
-    from agent_link_core.wake import Wakeup
+    from agent_link_waits.wakeup import Wakeup
     from agent_link_machines.common import outbox_signal, plugin_dir, write_json
 
     write_json(plugin_dir(app.config) / "directory.json",

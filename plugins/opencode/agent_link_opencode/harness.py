@@ -32,6 +32,7 @@ from typing import Any
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Caller, Session
+from agent_link_hostkit.titles import retitled
 
 from agent_link_opencode.client import ServerError, call_api, fetch_json, parse_servers, read_server
 
@@ -63,9 +64,9 @@ def to_session(entry: dict[str, Any], status: Any, server: str) -> Session | Non
     for key in ("slug", "projectID", "version", "parentID"):
         if isinstance(entry.get(key), str):
             extra[key] = entry[key]
+    title, extra = retitled(entry["title"] if isinstance(entry.get("title"), str) else None, extra)
     return Session(
-        address=f"{NAME}:{sid}", harness=NAME, id=sid,
-        title=entry["title"] if isinstance(entry.get("title"), str) else None,
+        address=f"{NAME}:{sid}", harness=NAME, id=sid, title=title,
         cwd=entry["directory"] if isinstance(entry.get("directory"), str) else None,
         surface=("server",), loaded=True, archived=bool(times.get("archived")),
         last_activity_ms=updated if isinstance(updated, int) else None,

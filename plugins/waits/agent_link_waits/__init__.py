@@ -8,7 +8,9 @@ wait is about to return (``agent_link_held_messages``).
 * :mod:`agent_link_waits.waits`: :class:`~agent_link_waits.waits.Waits` (one per App: :func:`~agent_link_waits.waits.waits_of`),
   the ``active_waits`` table;
 * :mod:`agent_link_waits.tools`: the ``wait_for_agent`` tool; :mod:`agent_link_waits.cli`: ``agent-link wait``;
-* :mod:`agent_link_waits.plugin`: the hooks.
+* :mod:`agent_link_waits.plugin`: the hooks;
+* :mod:`agent_link_waits.wakeup`: :class:`~agent_link_waits.wakeup.Wakeup`, a waiter's wake-up on any process's commit
+  (also the listings, machines and Claude plugins' waits).
 
 This module imports nothing: the core reads the tables below without importing the plugin.
 """

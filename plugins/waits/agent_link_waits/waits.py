@@ -23,7 +23,7 @@ from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller, address_scheme
 from agent_link_core.config import Setting
 from agent_link_core.store import Migration, now_ms
-from agent_link_core.wake import Wakeup
+from agent_link_waits.wakeup import Wakeup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Waits wake on the event (issue 25): a commit in one process wakes a waiter in another (agent_link_core/wake.py).
+"""Waits wake on the event (issue 25): a commit in one process wakes a waiter in another (agent_link_core/wake.py, plugins/waits/agent_link_waits/wakeup.py).
 
 Every wait here polls only every 10 minutes (``poll_ms``), past its own time limit, so its
 only look before the limit is the first one: a wait that ends with the answer *before* its
@@ -27,6 +27,7 @@ from agent_link_core.app import App
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import run_tool
 from agent_link_waits.waits import waits_of
+from agent_link_waits.wakeup import Wakeup
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 OTHER_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name != "waits"))
@@ -39,6 +40,7 @@ WAITER = """
 import asyncio, json, sys
 from agent_link_core.app import App
 from agent_link_waits.waits import waits_of
+from agent_link_waits.wakeup import Wakeup
 
 app = App.create()
 out = asyncio.run(waits_of(app).wait(caller=app.caller(), agent="test:bob", reply_to=sys.argv[1], timeout_ms={wait}, poll_ms={never}))
@@ -128,7 +130,7 @@ async def test_without_wake_ups_the_wait_polls(make_app: Callable[..., App], mon
     alice = make_app("test:alice")
     bob = make_app("test:bob")
     Path(wake.waiters_dir(alice.store.path)).write_text("in the way")
-    assert wake.Wakeup(alice.store.path).path is None
+    assert Wakeup(alice.store.path).path is None
     sent = await call(alice, "message_agent", to="test:bob", message="ping")
     await call(bob, "reply_agent_link_message", messageId=sent["messageId"], message="pong")
     got = await waits_of(alice).wait(caller=alice.caller(), agent="test:bob", reply_to=sent["messageId"], timeout_ms=WAIT_MS,
