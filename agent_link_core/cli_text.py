@@ -116,11 +116,16 @@ def terminal_safe(text: str | None) -> str:
     return visible(text or "")
 
 
+def late(view: dict[str, Any], status: str) -> str:
+    """``status``, `` (late)`` added when ``view``'s resolution is marked late (docs/behaviour.md §8)."""
+    return f"{status} (late)" if (view.get("resolution") or {}).get("late") else status
+
+
 def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     """A message for people: who, when, where it stands, then its body (terminal-safe). ``view``: a message view
     (``Mailbox.to_view``); ``body``: the stored body, or None when it is not shown."""
     # an fyi message has no status (nothing is expected); delivery is a fact of its own
-    status = view.get("status") or ("none, nothing is expected (fyi)" if view.get("anticipation") == "fyi" else "-")
+    status = late(view, view.get("status") or ("none, nothing is expected (fyi)" if view.get("anticipation") == "fyi" else "-"))
     lines = [
         f"message {view.get('id')}",
         f"  from:    {printable(view.get('from'))}",

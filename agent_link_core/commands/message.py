@@ -43,8 +43,13 @@ def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, n
     data = app.status(me, message_id)
     if data["delivery"] == "accepted" and run_async(app.refresh_delivery(data["messageId"])):
         data = app.status(me, message_id)
-    emit(data, as_json, lambda d: echo(
-        f"{d['messageId']}: {d.get('deliveryNote') or d['delivery']}, status {d['status'] or 'none (fyi)'}, from {d['from']} to {d['to']}"), ndjson)
+    def human(d: dict[str, Any]) -> None:
+        from agent_link_core.cli_text import late  # people's output only: --json stays without it
+
+        echo(f"{d['messageId']}: {d.get('deliveryNote') or d['delivery']}, status {late(d, d['status'] or 'none (fyi)')}, "
+             f"from {d['from']} to {d['to']}")
+
+    emit(data, as_json, human, ndjson)
 
 
 @command(argument("message_id"), READER_FROM, ENVELOPE, JSON, NDJSON)
