@@ -304,7 +304,7 @@ def agent_link_fit_read(caller: Caller, read: ReadDraft, app: App) -> int | None
 def agent_link_push_notice(message: dict[str, Any], size: int, app: App) -> str | None:
     """Give the text pushed instead of an envelope larger than the recipient's host shows in one push: the message
     stays queued and is read from the inbox (the budgets plugin: an ``<agent-link-notice>`` naming it). Called by a push
-    whose envelope is over its harness's ``OutputBudget.push_bytes`` (and Claude Code's channel limit). Without an answer
+    whose envelope is over its harness's ``OutputBudget.push_bytes`` (and by a host plugin's own push loop). Without an answer
     the envelope is pushed whole (a host may then cut it); a failure or an answer that is not a text within that limit
     counts as none.
 
