@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGINS := presence waits hostkit legacy search listings loops profiles conversations codex claude roles receipts projects approvals web forks leases opencode settings machines
+PLUGINS := presence waits budgets hostkit legacy search listings loops profiles conversations codex claude roles receipts projects approvals web forks leases opencode settings machines
 # example plugins (docs/plugins.md): installed and tested like the others
 EXAMPLES := filehost
 

@@ -71,9 +71,6 @@ CORE_SETTINGS: tuple[Setting, ...] = (
             doc="reminders per message before it becomes unresolved (0-20)"),
     Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, warning="reminder_interval_ignored",
             doc="reminder interval in ms (at least 30000)"),
-    Setting("AGENT_LINK_READ_BYTES", "int", 40000, minimum=2000, maximum=4_000_000,
-            doc="bytes one inbox read returns when the caller's host declares no limit (plain addresses, the CLI); "
-                "a larger message comes in pages"),
 )
 
 

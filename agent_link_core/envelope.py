@@ -17,7 +17,7 @@ MAX_BODY_BYTES = 65536
 MAX_ESCAPED_CHARS = 131072
 # A message body's cap in its envelope: every byte of a body within MAX_BODY_BYTES escapes to at most 5 characters
 # ("&" -> "&amp;"), so a body the mailbox accepted is never shortened in its envelope; a reader too small for it reads
-# the envelope in pages (agent_link_core.budget).
+# the envelope in pages (agent_link_core.reading, fitted by plugins/budgets).
 MAX_ENVELOPE_BODY_CHARS = 5 * MAX_BODY_BYTES
 MAX_ATTR_CODEPOINTS = 256
 _YEAR_10000_S = 253_402_300_800  # 10000-01-01T00:00:00Z in seconds since the epoch

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.config import Setting
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller, Session
+    from agent_link_core.reading import ReadDraft
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
@@ -289,6 +290,38 @@ def agent_link_held_messages(address: str, rows: list[Any] | None, app: App) -> 
     :param rows: the ``messages`` rows of ``address`` to check, or None for its undelivered mail.
     :param app: the App.
     :returns: the held message ids (answers joined), or None. With no answer nothing is held.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_link_fit_read(caller: Caller, read: ReadDraft, app: App) -> int | None:
+    """Fit an inbox read (``read_agent_link_inbox``, ``agent-link inbox``) to what the caller's host shows the model in
+    full (the budgets plugin: its harness's ``OutputBudget``). Called by every read that found mail, before anything is
+    marked: a read marks delivered only what it returns. Without an answer the read returns everything, unpaged (a host
+    may then cut a long result); a failure or an answer outside ``read.start..read.stop`` counts as none, and the read
+    says so with a ``plugin_failed`` warning.
+
+    :param caller: who reads (its ``host`` names the harness whose host shows the result).
+    :param read: a :class:`~agent_link_core.reading.ReadDraft`: ``read.result(n)`` is what the read returns with
+        answer ``n``; ``read.page`` False: ``n`` whole messages (0: the first one is paged); True: one message's
+        envelope (``messageId`` + ``offset``) up to character ``n``.
+    :param app: the App.
+    :returns: ``n`` (``read.start`` <= n <= ``read.stop``), or None.
+    """
+
+
+@hookspec(firstresult=True)
+def agent_link_push_notice(message: dict[str, Any], size: int, app: App) -> str | None:
+    """Give the text pushed instead of an envelope larger than the recipient's host shows in one push: the message
+    stays queued and is read from the inbox (the budgets plugin: an ``<agent-link-notice>`` naming it). Called by a push
+    whose envelope is over its harness's ``OutputBudget.push_bytes`` (and by a host plugin's own push loop). Without an answer
+    the envelope is pushed whole (a host may then cut it); a failure or an answer that is not a text within that limit
+    counts as none.
+
+    :param message: the stored message (as :meth:`~agent_link_core.harness.Harness.deliver` gets it).
+    :param size: UTF-8 bytes of its envelope.
+    :param app: the App.
+    :returns: the text, or None.
     """
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller, Session
+    from agent_link_core.reading import ReadDraft
     from agent_link_core.records import Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
@@ -413,6 +414,31 @@ class Hooks:
     def held_messages(self, address: str, rows: list[Any] | None = None) -> set[str]:
         """Ids of ``address``'s mail (of ``rows``, or its undelivered mail) a running wait returns (``agent_link_held_messages``)."""
         return {i for ids in self.call("agent_link_held_messages", address=address, rows=rows) or [] for i in ids}
+
+    def fit_read(self, caller: Caller, read: ReadDraft) -> tuple[int | None, list[dict[str, Any]]]:
+        """How much of ``read`` the caller's host shows in full (``agent_link_fit_read``), and the read's warnings. None:
+        everything, as no plugin answered, or one failed or answered outside ``read.start..read.stop`` (reported, and
+        said by a ``plugin_failed`` warning)."""
+        answer, call = self._run("agent_link_fit_read", caller=caller, read=read)
+        if answer is not None and not (type(answer) is int and read.start <= answer <= read.stop):
+            call.faulted.add(plugin := call.answers[-1][0])
+            self.boundary.fault(plugin, "agent_link_fit_read", f"answered {answer if type(answer) is int else type(answer).__name__}; "
+                                f"expected None or a whole number from {read.start} to {read.stop}")
+            answer = None
+        return answer, [{"code": "plugin_failed", "details": {"plugin": plugin, "hook": "agent_link_fit_read"},
+                         "message": f"The {plugin} plugin failed to fit this read to what your host shows; it is returned whole."}
+                        for plugin in sorted(call.faulted)]
+
+    def push_notice(self, message: dict[str, Any], size: int, limit: int) -> str | None:
+        """What is pushed instead of ``message``'s envelope of ``size`` UTF-8 bytes, over the ``limit`` the recipient's
+        host shows in one push (``agent_link_push_notice``), or None: the envelope, as no plugin answered, or one failed
+        or answered other than a text of at most ``limit`` bytes (reported)."""
+        answer, call = self._run("agent_link_push_notice", message=message, size=size)
+        if answer is None or isinstance(answer, str) and len(answer.encode("utf-8", "replace")) <= limit:
+            return answer
+        what = f"{len(answer.encode('utf-8', 'replace'))} bytes of text" if isinstance(answer, str) else f"a {type(answer).__name__}"
+        self.boundary.fault(call.answers[-1][0], "agent_link_push_notice", f"answered {what}; expected None or a text of at most {limit} bytes")
+        return None
 
     def waits(self) -> bool:
         """Whether a plugin waits for answers (implements ``agent_link_wait_for_reply``)."""

@@ -179,6 +179,7 @@ class Outbox:
         envelope = self.mailbox.envelope(row)
         limit = harness.output_budget.push_bytes if harness.output_budget is not None else None
         size = len(envelope.encode("utf-8"))
+        notice = self.hooks.push_notice(self.mailbox.row_dict(row), size, limit) if limit is not None and size > limit else None
         bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
 
         def timed_out() -> Delivery:
@@ -192,8 +193,8 @@ class Outbox:
         try:  # the row is stored: a failure (SystemExit too) is reported, the message stays queued
             delivery = await acall_harness(
                 self.hooks, harness, "deliver",
-                lambda: self._announce(harness, row, size, options) if limit is not None and size > limit
-                else harness.deliver(self.mailbox.row_dict(row), envelope, options),
+                lambda: harness.deliver(self.mailbox.row_dict(row), envelope, options) if notice is None
+                else self._announce(harness, row, size, notice, options),
                 bound_s=bound_s, check=Delivery, on_timeout=timed_out)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
@@ -213,11 +214,9 @@ class Outbox:
             self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
         return delivery
 
-    async def _announce(self, harness: Harness, row: Any, size: int, options: Mapping[str, Any]) -> Delivery:
-        """Push :func:`~agent_link_core.budget.oversized_notice` instead of an envelope the host would cut (stays queued)."""
-        from agent_link_core.budget import oversized_notice
-
-        pushed = await harness.deliver(self.mailbox.row_dict(row), oversized_notice(row, size), options)
+    async def _announce(self, harness: Harness, row: Any, size: int, notice: str, options: Mapping[str, Any]) -> Delivery:
+        """Push ``notice`` (``agent_link_push_notice``) instead of an envelope the host would cut (stays queued)."""
+        pushed = await harness.deliver(self.mailbox.row_dict(row), notice, options)
         if pushed.delivered:
             self.mailbox.record_event(row["id"], "announced", row["recipient"], pushed.via, {**pushed.evidence, "bytes": size})
         warning = {"code": "too_large_to_push",

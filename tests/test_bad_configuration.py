@@ -225,7 +225,7 @@ def test_every_state_file_nested_too_deeply_or_not_an_object_is_no_traceback(iso
             assert len(said(done.stderr)) <= 2, (args, done.stderr)
 
 
-@pytest.mark.parametrize("variable", ["AGENT_LINK_DEBUG", "AGENT_LINK_READ_BYTES"])
+@pytest.mark.parametrize("variable", ["AGENT_LINK_DEBUG", "AGENT_LINK_REMINDER_LIMIT"])
 def test_a_bad_setting_leaves_the_help_readable(isolated_env: Path, variable: str) -> None:
     """A help opens no App: a bad value does not hide it (listing the commands used to build the
     harnesses' sender options of ``send``); running a command still says what is wrong."""

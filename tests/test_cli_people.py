@@ -209,8 +209,9 @@ def test_an_argument_that_is_not_utf8_is_one_line_whatever_the_command(plugin: s
 # -- mail readable -----------------------------------------------------------------------
 
 
+@pytest.mark.installed_plugins("budgets")
 def test_inbox_reads_large_mail_in_pages() -> None:
-    """The CLI reads like read_agent_link_inbox: at most AGENT_LINK_READ_BYTES, one large
+    """The CLI reads like read_agent_link_inbox (with the budgets plugin): at most AGENT_LINK_READ_BYTES, one large
     message in pages (--message-id, --offset), delivered with its last page."""
     body = "".join(f"{n:06d} page me\n" for n in range(4_000))  # 60 000 bytes
     mid = send_json("team:bob", "-", "--from", "team:alice", stdin=body.encode())["messageId"]

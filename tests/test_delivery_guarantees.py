@@ -2,9 +2,8 @@
 
 * a push the host accepted but has not shown yet is ``accepted``: never pushed again, status
   says so (MCP tool, CLI), and it becomes delivered on the harness's late evidence;
-* an inbox read returns only what fits the calling host's budget, marks only that, says what
-  is left; a message larger than the budget comes in pages and is delivered with its last one;
-* a push larger than the host shows is announced instead and stays undelivered.
+* reads and pushes fitted to what the host shows: the budgets plugin's
+  (plugins/budgets/tests/test_budget_guarantees.py).
 
 The real-host versions live with the codex and claude plugins' tests.
 """
@@ -16,14 +15,11 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import budget
 from agent_link_core.app import App
 from agent_link_core.commands.send import send_reliably
 from agent_link_core.sending import message_summary
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, OutputBudget
-from agent_link_core.mailbox import new_message_id
-from agent_link_core.records import OutgoingMessage
+from agent_link_core.harness import Delivery, Harness
 from agent_link_core.model import Caller, Session
 from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.cli_runner import invoke as run
@@ -34,10 +30,9 @@ ME = Caller("team:me", "explicit", "team")
 
 class Host(Harness):
     """Sessions ``hx:<id>``: ``steer`` accepts pushes and shows them once ``shown`` has them,
-    ``ok`` shows them at once, anything else keeps them queued. A small output budget."""
+    ``ok`` shows them at once, anything else keeps them queued."""
 
     name = "hx"
-    output_budget = OutputBudget(tool_result_bytes=4_000, json_indent=2, push_bytes=2_000)
 
     def __init__(self) -> None:
         self.pushed: list[tuple[str, str]] = []
@@ -130,63 +125,3 @@ def test_the_cli_reports_accepted_and_its_status_finds_late_evidence(host: Host)
     host.shown.add(mid)
     status = json.loads(run("status", mid, "--from", "team:me", "--json").stdout)
     assert status["delivery"] == "delivered"
-
-
-def store(app: App, to: str, body: str) -> str:
-    row, _ = app.mailbox.store_message(OutgoingMessage(new_message_id(), ME, to, to, body, "fyi", None, None))
-    return str(row["id"])
-
-
-def test_an_inbox_read_returns_what_fits_marks_only_that_and_says_what_is_left(app: App, host: Host) -> None:
-    me = Caller("hx:quiet", "runtime_context", "hx")
-    ids = [store(app, "hx:quiet", f"report {n}: " + "x" * 1_000) for n in range(5)]
-    first = budget.inbox(app, me, host.output_budget, limit=20, mark=True, include_open=True)
-    assert budget.result_bytes(first, host.output_budget) <= host.output_budget.tool_result_bytes
-    assert 1 <= len(first["markedDelivered"]) < 5 and first["markedDelivered"] == ids[: len(first["markedDelivered"])]
-    assert first["remainingCount"] == 5 - len(first["markedDelivered"]) and "call read_agent_link_inbox again" in first["more"]
-    assert first["page"] is None and all(f'id="{i}"' in first["renderedBlock"] for i in first["markedDelivered"])
-    marked = list(first["markedDelivered"])
-    for _ in range(5):
-        out = budget.inbox(app, me, host.output_budget, limit=20, mark=True, include_open=False)
-        marked += out["markedDelivered"]
-        if not out["more"]:
-            break
-    assert marked == ids and out["remainingCount"] == 0
-    peek = budget.inbox(app, me, None, limit=20, mark=False, include_open=True)  # no budget: everything
-    assert len(peek["messages"]) == 0 and peek["more"] is None  # fyi mail is closed once read
-
-
-def test_a_message_larger_than_the_budget_is_read_in_pages_and_delivered_with_the_last(app: App, host: Host) -> None:
-    me = Caller("hx:quiet", "runtime_context", "hx")
-    big = store(app, "hx:quiet", "".join(f"line {n} of a long text\n" for n in range(600)))
-    envelope = app.mailbox.envelope(app.mailbox.get_row(big))
-    out = budget.inbox(app, me, host.output_budget, limit=20, mark=True, include_open=True)
-    pages = [out]
-    while out["page"]["nextOffset"] is not None:
-        assert out["markedDelivered"] == [] and app.mailbox.get_row(big)["first_delivered_at"] is None
-        assert f"messageId {big} and offset {out['page']['nextOffset']}" in out["more"]
-        out = budget.inbox(app, me, host.output_budget, limit=20, mark=True, include_open=True, message_id=big,
-                           offset=out["page"]["nextOffset"])
-        pages.append(out)
-    assert len(pages) >= 3 and all(budget.result_bytes(p, host.output_budget) <= 4_000 for p in pages)
-    assert "".join(p["renderedBlock"] for p in pages) == envelope and pages[-1]["page"]["totalChars"] == len(envelope)
-    assert pages[-1]["markedDelivered"] == [big] and app.mailbox.get_row(big)["delivered_via"] == "inbox"
-    with pytest.raises(AgentLinkError) as info:
-        budget.inbox(app, me, host.output_budget, limit=20, mark=True, include_open=True, message_id=big, offset=len(envelope))
-    assert info.value.code == "invalid_arguments"
-    with pytest.raises(AgentLinkError) as info:
-        budget.inbox(app, Caller("hx:other", "runtime_context", "hx"), None, limit=20, mark=True, include_open=True, message_id=big)
-    assert info.value.code == "wrong_recipient"
-
-
-@pytest.mark.anyio
-async def test_a_push_larger_than_the_host_shows_is_announced_and_stays_undelivered(app: App, host: Host) -> None:
-    sent = await app.send(caller=ME, to="hx:ok", body="y" * 3_000)
-    mid = sent.message["id"]
-    [(pushed_id, text)] = host.pushed
-    assert pushed_id == mid and text.startswith("<agent-link-notice") and mid in text and "yyyy" not in text
-    assert sent.delivery is not None and not sent.delivery.delivered and sent.delivery.state == "announced"
-    assert sent.delivery.warnings[0]["code"] == "too_large_to_push" and sent.delivery.warnings[0]["details"]["announced"] is True
-    assert app.mailbox.get_row(mid)["first_delivered_at"] is None
-    small = await app.send(caller=ME, to="hx:ok", body="short")
-    assert small.delivery is not None and small.delivery.delivered and host.pushed[-1][1].startswith("<agent-link-message")

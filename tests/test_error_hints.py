@@ -31,7 +31,7 @@ async def test_a_real_mcp_session_gets_the_hint() -> None:
     finally:
         await app.aclose()
     async with agent_link_mcp({"AGENT_LINK_ADDRESS": "test:carol"}) as carol:
-        # raised without a hint of its own (agent_link_core.budget: a page of someone else's message)
+        # raised without a hint of its own (agent_link_core.reading: a page of someone else's message)
         failed = await carol.call("read_agent_link_inbox", {"messageId": sent.message["id"]})
         assert failed["ok"] is False and failed["error"]["code"] == "wrong_recipient"
         assert failed["error"]["hint"] == DEFAULT_HINTS["wrong_recipient"]

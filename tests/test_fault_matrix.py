@@ -53,7 +53,7 @@ import time
 
 from agent_link_core import hookimpl
 from agent_link_core.envelope import render_element
-from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import EnvelopeContribution, PromptHook
 from agent_link_core.tools.registry import ToolSpec
@@ -95,6 +95,7 @@ act("import", None)
 
 class FaultyHarness(Harness):
     name = "faulty"
+    output_budget = OutputBudget(tool_result_bytes=40_000, push_bytes=200)  # every push asks agent_link_push_notice
 
     def identify_caller(self, meta, env):
         return act("identify", None, wrong="faulty:someone")
@@ -169,6 +170,16 @@ def agent_link_render_envelope(message):
 
 
 @hookimpl
+def agent_link_fit_read(read):
+    return act("fit", None, wrong="all of it", huge=lambda: 10**12)
+
+
+@hookimpl
+def agent_link_push_notice(message):
+    return act("notice", None, wrong=42, huge=lambda: "x" * BIG)
+
+
+@hookimpl
 def agent_link_health():
     return act("health", ("faulty", {"ok": True}), wrong="all fine", huge=lambda: ("faulty", {"blob": "x" * BIG}))
 '''
@@ -191,6 +202,9 @@ PLACES: dict[str, tuple[str, ...]] = {
     "opened": ("raise", "exit", "interrupt", "wrong", "hang"),
     "event": ("raise", "exit", "interrupt", "wrong", "hang"),
     "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    # an inbox read that found mail, a push larger than the recipient's host shows
+    "fit": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "notice": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "deliver": ("raise", "exit", "interrupt", "wrong", "hang"),
     "tool": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     # what tools/list lists, chosen once at the server's start
@@ -339,7 +353,10 @@ def check_mcp(env: dict[str, str], where: str, kind: str, zygote: Zygote) -> lis
         assert sent["ok"], sent
         if "faulty" in json.dumps(session.call("agent_link_health")["harnesses"]):
             session.call("message_agent", {"to": "faulty:one", "message": "hello faulty"})  # ok or a contained failure
-        assert session.call("read_agent_link_inbox", {"markAsDelivered": False})["ok"]
+        read = session.call("read_agent_link_inbox", {"markAsDelivered": False})
+        assert read["ok"]
+        if where == "fit":  # the mail still comes, whole, and the read says which plugin failed
+            assert read["messages"] and "plugin_failed" in [w["code"] for w in read.get("warnings", [])], read
         assert session.call("list_agents")["ok"]
         if "faulty_echo" in listed and (where, kind) != ("tool", "hang"):
             echoed = session.call("faulty_echo")
@@ -370,10 +387,15 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
     send = start_cli(env_in("send"), "send", "team:bob", "hello from the CLI", zygote=zygote) if where in CLI_SEND else None
     health = start_cli(env_in("health"), "health", "--json", zygote=zygote) if where in CLI_HEALTH else None
     env = env_in("mcp")
+    if where == "fit":  # mail for the reader, so that its reads have something to fit
+        mailed = finished(start_cli({**env, "AGENT_LINK_ADDRESS": "team:bob"}, "send", "team:alice", "to read", zygote=zygote))
+        assert mailed.returncode == 0, mailed.stderr[-2000:]
     try:
         problems = check_mcp(env, where, kind, zygote)
     finally:
         done = {name: finished(proc) for name, proc in (("send", send), ("health", health)) if proc}
+    if where == "fit":
+        done["inbox"] = finished(start_cli(env, "inbox", "--peek", "--json", zygote=zygote))
     if where in HOOK:
         payload = json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
         done["hook"] = finished(start_cli(env, "hook", "faulty", "UserPromptSubmit", stdin=payload, zygote=zygote))
@@ -388,6 +410,11 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
         data = json.loads(out.stdout)
         assert not data["ok"] and any(p.get("plugin") == "faulty" for p in data["problems"]), data["problems"]
         problems += data["plugins"]["problems"] + data["plugins"].get("elsewhere", [])
+    if "inbox" in done:
+        out = done["inbox"]
+        assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+        data = json.loads(out.stdout)
+        assert data["messages"] and "plugin_failed" in [w["code"] for w in data["warnings"]], data
     if "hook" in done:
         out = done["hook"]
         assert out.returncode == 0, (out.returncode, out.stderr[-2000:])

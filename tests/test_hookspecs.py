@@ -4,6 +4,7 @@ core is driven through the App so each hook really gets called."""
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import re
 from pathlib import Path
@@ -18,12 +19,13 @@ from agent_link_core.app import App
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionListing
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.records import EnvelopeContribution
 from agent_link_core.model import Caller, Session
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec
+from agent_link_testing.harnesses import HarnessPlugin
 
 SPEC_NAMES = sorted(n for n, f in vars(hookspecs).items() if n.startswith("agent_link_") and callable(f))
 
@@ -531,7 +533,7 @@ async def test_held_messages_are_left_to_the_wait_by_a_push_and_an_inbox_read(ap
     """Mail a plugin says a running wait returns (agent_link_held_messages) is not pushed (a held_for_wait event says
     so) and an inbox read leaves it out, counting it in heldByActiveWait; other mail goes as usual; a wrong answer is a
     problem of its plugin and holds nothing."""
-    from agent_link_core import budget
+    from agent_link_core import reading
     from agent_link_core.sending import HELD_EVENT
 
     two, one = app.caller({"fakeSession": "two"}), Caller("fake:one", "explicit")
@@ -542,13 +544,147 @@ async def test_held_messages_are_left_to_the_wait_by_a_push_and_an_inbox_read(ap
     assert held.message["id"] not in [pushed[0] for pushed in recorder.harness.pushed]
     other = await app.send(caller=Caller("team:carol", "explicit"), to="fake:one", body="not held", anticipation="reply")
     assert other.message["id"] in [pushed[0] for pushed in recorder.harness.pushed]
-    read = budget.inbox(app, one, None, limit=20, mark=True, include_open=True)
+    read = reading.inbox(app, one, limit=20, mark=True, include_open=True)
     assert [m["id"] for m in read["messages"]] == [other.message["id"]] and read["heldByActiveWait"] == 1
     assert app.hooks.held_messages("fake:one") == {held.message["id"]}
     recorder.holding.clear()  # the wait ended: nothing is held, and nothing was read to know it
     assert app.hooks.held_messages("fake:one") == set()
     assert app.hooks.held_messages("fake:garbled") == set()
     assert any(p["hook"] == "agent_link_held_messages" and "expected message ids" in p["error"] for p in app.hooks.problems())
+
+
+class Fitter:
+    """Fits reads and pushes as ``answer(read)`` and ``notice(message, size)`` say (the budgets plugin's hooks)."""
+
+    def __init__(self, answer: Any, notice: Any = None) -> None:
+        self.answer, self.notice = answer, notice
+        self.asked: list[tuple[bool, int, int]] = []
+
+    @hookimpl
+    def agent_link_fit_read(self, caller: Caller, read: Any) -> int | None:
+        assert caller.address == "team:me"
+        self.asked.append((read.page, read.start, read.stop))
+        return self.answer(read)
+
+    @hookimpl
+    def agent_link_push_notice(self, message: dict[str, Any], size: int) -> str | None:
+        return None if self.notice is None else self.notice(message, size)
+
+
+_MAIL_IDS = itertools.count(1)
+
+
+def _mail_for_me(app: App, n: int, body: str) -> list[str]:
+    """``n`` messages to ``team:me`` with ids in the order they are stored."""
+    from agent_link_core.records import OutgoingMessage
+
+    peer = Caller("team:peer", "explicit")
+    return [app.mailbox.store_message(OutgoingMessage(f"01J{k:023d}", peer, "team:me", "team:me", f"{body} {k}", "reply", None, None))[0]["id"]
+            for k in itertools.islice(_MAIL_IDS, n)]
+
+
+def test_without_a_fitting_plugin_a_read_returns_everything_unpaged(isolated_env: Path) -> None:
+    """No plugin answers agent_link_fit_read: every message up to the limit, whatever its size, and a message read by id
+    from an offset to its end; nothing is asked when there is no mail."""
+    from agent_link_core import reading
+
+    app, me = App.create(), Caller("team:me", "explicit")
+    try:
+        assert reading.inbox(app, me, limit=20, mark=True, include_open=True)["messages"] == []
+        ids = _mail_for_me(app, 3, "x" * 60_000)
+        read = reading.inbox(app, me, limit=20, mark=True, include_open=True)
+        assert read["markedDelivered"] == ids and read["page"] is None and "warnings" not in read
+        envelope = app.mailbox.envelope(app.mailbox.get_row(ids[0]))
+        page = reading.inbox(app, me, limit=20, mark=True, include_open=True, message_id=ids[0], offset=10)
+        assert page["page"] == {"messageId": ids[0], "offset": 10, "nextOffset": None, "totalChars": len(envelope)}
+        assert page["renderedBlock"] == envelope[10:] and page["more"] is None
+    finally:
+        app.close()
+
+
+def test_fit_read_chooses_how_much_a_read_returns_and_marks(isolated_env: Path) -> None:
+    """agent_link_fit_read's answer: how many whole messages (only those marked), 0 pages the first message, and for a page
+    where it ends (marked with its last page)."""
+    from agent_link_core import reading
+
+    fitter = Fitter(lambda read: read.start + 99 if read.page else min(read.stop, 1 if read.body_bytes < 100 else 0))
+    app, me = App.create(extra_plugins=(fitter,)), Caller("team:me", "explicit")
+    try:
+        ids = _mail_for_me(app, 3, "short")
+        read = reading.inbox(app, me, limit=20, mark=True, include_open=True)
+        assert read["markedDelivered"] == ids[:1] and [m["id"] for m in read["messages"]] == ids[:1] and read["remainingCount"] == 2
+        assert fitter.asked == [(False, 0, 3)]
+        [big] = _mail_for_me(app, 1, "y" * 150)
+        app.mailbox.mark_many_delivered(ids, "test")
+        first = reading.inbox(app, me, limit=20, mark=True, include_open=False)
+        assert first["page"]["nextOffset"] == 100 and first["markedDelivered"] == [] and len(first["renderedBlock"]) == 100
+        rest = reading.inbox(app, me, limit=20, mark=True, include_open=True, message_id=big, offset=first["page"]["nextOffset"])
+        assert rest["markedDelivered"] == ([big] if rest["page"]["nextOffset"] is None else [])
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("answer", [RuntimeError("no"), SystemExit(2), "all", 10**9, -1, True])
+def test_a_failing_fit_read_leaves_the_read_whole_with_a_warning(isolated_env: Path, answer: Any) -> None:
+    """A fitting plugin that raises (SystemExit too) or answers something other than a whole number within the draft's
+    range counts as no answer: the read returns everything, says so with plugin_failed, and the fault is reported."""
+    from agent_link_core import reading
+
+    def fit(read: Any) -> Any:
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    app, me = App.create(extra_plugins=(("fitter", Fitter(fit)),)), Caller("team:me", "explicit")
+    try:
+        ids = _mail_for_me(app, 2, "z" * 1_000)
+        for read in (reading.inbox(app, me, limit=20, mark=False, include_open=True),
+                     reading.inbox(app, me, limit=20, mark=True, include_open=True, message_id=ids[0])):
+            [warning] = read["warnings"]
+            assert warning["code"] == "plugin_failed" and warning["details"] == {"plugin": "fitter", "hook": "agent_link_fit_read"}
+        assert [m["id"] for m in read["messages"]] == ids[:1] and read["page"]["nextOffset"] is None and read["markedDelivered"] == ids[:1]
+        assert any(p["plugin"] == "fitter" and p["hook"] == "agent_link_fit_read" for p in app.hooks.problems())
+    finally:
+        app.close()
+
+
+class SmallPushes(EchoHarness):
+    """Pushes of at most 1,200 bytes."""
+
+    output_budget = OutputBudget(tool_result_bytes=10_000, push_bytes=1_200)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("notice", [None, "notice", 42, "too long"])
+async def test_push_notice_replaces_an_envelope_the_host_would_cut(isolated_env: Path, notice: str | int | None) -> None:
+    """A push larger than the host's push_bytes sends agent_link_push_notice's text instead (announced, left queued);
+    without an answer, or with a wrong one (reported), the envelope is pushed whole. A small push never asks."""
+    texts = {"notice": lambda m, size: f"<agent-link-notice>{m['id']} is {size} bytes</agent-link-notice>",
+             "too long": lambda m, size: "x" * 1_201, 42: lambda m, size: 42}
+    asked: list[int] = []
+
+    def answer(message: dict[str, Any], size: int) -> Any:
+        asked.append(size)
+        return texts[notice](message, size) if notice is not None else None
+
+    harness = SmallPushes()
+    app = App.create(extra_plugins=(HarnessPlugin(harness), ("fitter", Fitter(lambda read: None, answer))))
+    try:
+        small = await app.send(caller=Caller("team:peer", "explicit"), to="fake:one", body="hi")
+        assert small.delivery is not None and small.delivery.delivered and asked == []
+        sent = await app.send(caller=Caller("team:peer", "explicit"), to="fake:one", body="w" * 1_000)
+        mid = sent.message["id"]
+        size = len(app.mailbox.envelope(app.mailbox.get_row(mid)).encode("utf-8"))
+        assert asked == [size] and sent.delivery is not None
+        if notice == "notice":
+            assert harness.pushed[-1][1] == f"<agent-link-notice>{mid} is {size} bytes</agent-link-notice>"
+            assert sent.delivery.state == "announced" and app.mailbox.get_row(mid)["first_delivered_at"] is None
+        else:
+            assert harness.pushed[-1][1].startswith("<agent-link-message") and sent.delivery.delivered
+        faulted = any(p["plugin"] == "fitter" and p["hook"] == "agent_link_push_notice" for p in app.hooks.problems())
+        assert faulted == (notice in (42, "too long"))
+    finally:
+        await app.aclose()
 
 
 @pytest.mark.anyio

@@ -854,14 +854,16 @@ async def test_body_escaping_through_the_real_path() -> None:
         assert hostile in envelope and not any(r in envelope for r in RAW_FORBIDDEN)
 
 
+@pytest.mark.installed_plugins("waits", "budgets")
 async def test_a_plain_address_reads_large_mail_in_pages() -> None:
-    """A plain address has no host that declares how much it shows: a read returns at most
+    """A plain address has no host that declares how much it shows: with the budgets plugin a read returns at most
     AGENT_LINK_READ_BYTES (40000 by default), fewer messages or one message in pages, and
     marks a paged message delivered only with its last page. (The mail is stored in this
     process: only the reader's server is under test.)"""
     limit = 40_000
     body = "".join(f"{n:06d} <line> & more\n" for n in range(3_000))  # about 66 000 escaped characters
-    async with peers("team:bob") as (bob,):
+    but_budgets = " ".join(p for p in ALL_PLUGINS.split() if p != "budgets")
+    async with peers(("team:bob", {"AGENT_LINK_DISABLE_PLUGINS": but_budgets})) as (bob,):
         mid = await mail_from("team:alice", "team:bob", body)
         first = await bob.inbox()
         assert len(json.dumps(first, ensure_ascii=False).encode("utf-8")) <= limit

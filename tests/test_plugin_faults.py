@@ -16,12 +16,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from agent_link_core import hookimpl, reminders
+from agent_link_core import hookimpl, reading, reminders
 from agent_link_core.app import App
 from agent_link_core.boundary import Refused
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
-from agent_link_core.harness import Delivery, Harness, SessionListing
+from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionListing
 from agent_link_core.records import EnvelopeContribution
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import PromptHook
@@ -41,6 +41,7 @@ GOOD_ONE = Caller("good:one", "runtime_context", "good")
 
 class GoodHarness(Harness):
     name = "good"
+    output_budget = OutputBudget(tool_result_bytes=40_000, push_bytes=5_000)  # a larger push asks agent_link_push_notice
 
     def __init__(self) -> None:
         self.pushed: list[str] = []
@@ -159,6 +160,14 @@ class Good:
         return [] if address == "good:one" else None  # nobody waits: nothing held
 
     @hookimpl
+    def agent_link_fit_read(self, read: Any) -> int:
+        return int(read.stop)  # everything fits
+
+    @hookimpl
+    def agent_link_push_notice(self, message: dict[str, Any], size: int) -> str:
+        return f"<agent-link-notice>{message['id']}: {size} bytes, read it from the inbox</agent-link-notice>"
+
+    @hookimpl
     def agent_link_wait_for_reply(self, caller: Caller, message_id: str, timeout_ms: int) -> Any:
         async def answer() -> dict[str, Any]:
             return {"outcome": "timeout", "timedOut": True, "waitedMs": timeout_ms, "by": "good"}
@@ -248,6 +257,8 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_suggest_addresses": lambda self, query: m("plain:bad"),
         "agent_link_held_messages": lambda self, address, rows: m([42]),
         "agent_link_wait_for_reply": lambda self, caller, message_id, timeout_ms: m({"no": "outcome"}),
+        "agent_link_fit_read": lambda self, read: m("all of it"),
+        "agent_link_push_notice": lambda self, message, size: m(42),
     }
     impl = impls[hook]
     impl.__name__ = hook
@@ -310,6 +321,7 @@ HOOKS = [
     "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
     "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
     "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_wait_for_reply", "agent_link_app_opened",
+    "agent_link_fit_read", "agent_link_push_notice",
 ]
 # an async harness method that never ends holds only the call waiting on it, for a bound:
 # list_sessions its own, get_session the hook budget, deliver a few hook budgets
@@ -359,6 +371,10 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert app.hooks.suggest_addresses("plaingood") == ["plain:good"]  # what a CLI target that found nothing is told
     assert (await app.hooks.wait_for_reply(me, sent.message["id"], timeout_ms=0))["by"] == "good"
     assert inbox["renderedBlock"].count("<good-note>checked</good-note>") == 2
+    read = reading.inbox(app, GOOD_ONE, limit=20, mark=False, include_open=True)  # fitted by good (or whole)
+    assert {m["id"] for m in read["messages"]} >= {sent.message["id"], routed.message["id"]}
+    large = await app.send(caller=me, to="good:one", body="x" * 6_000)  # announced by good (or pushed whole)
+    assert large.delivery is not None and (large.delivery.state == "announced" or large.delivery.delivered)
     assert "sent" in good.events and "delivered" in good.events
     names = tool_names(app)
     assert {"agent_link_health", "message_agent", "read_agent_link_inbox", "good_echo"} <= names

@@ -1,9 +1,7 @@
 """Reads cost in proportion to what they return (issue 32).
 
-* an inbox read renders each message's envelope once (counted through the envelope hook), and
-  a read cut by the budget renders at most one envelope it does not return;
-* :func:`agent_link_core.budget.prefix_bytes` gives exactly the size ``result_bytes`` measures
-  for every prefix of a read, for each JSON layout a host may declare;
+* an inbox read renders each message's envelope once (counted through the envelope hook; a read
+  cut by the budgets plugin: plugins/budgets/tests/test_budget_read_path.py);
 * every list (inbox, inspect; the conversations and web plugins' lists: their tests) runs as
   many SQL statements for many messages as for a few;
 * escaping skips only text it would leave as it is;
@@ -15,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import random
 from collections import Counter
 from typing import Any
 
@@ -23,10 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_link_core import budget, hookimpl
+from agent_link_core import hookimpl, reading
 from agent_link_core.app import App
 from agent_link_core.envelope import MAX_ATTR_CODEPOINTS, escape_attr, escape_text
-from agent_link_core.harness import OutputBudget
 from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.records import EnvelopeContribution
@@ -75,45 +71,9 @@ def store(app: App, n: int, body: str = "hello", to: str = "team:me", sender: Ca
 
 def test_a_read_renders_each_envelope_once(app: App, counting: Counting) -> None:
     ids = store(app, 20)
-    out = budget.inbox(app, ME, OutputBudget(400_000), limit=20, mark=True, include_open=True)
+    out = reading.inbox(app, ME, limit=20, mark=True, include_open=True)
     assert out["markedDelivered"] == ids
     assert counting.calls == Counter({i: 1 for i in ids})
-
-
-def test_a_read_cut_by_the_budget_renders_one_envelope_more_than_it_returns(app: App, counting: Counting) -> None:
-    ids = store(app, 20, body="x" * 600)
-    out = budget.inbox(app, ME, OutputBudget(6_000, json_indent=2), limit=20, mark=False, include_open=True)
-    shown = [m["id"] for m in out["messages"]]
-    assert 1 <= len(shown) < 20 and out["remainingCount"] == 20
-    assert counting.calls == Counter({i: 1 for i in ids[: len(shown) + 1]})
-
-
-def test_a_paged_read_renders_its_envelope_once_per_page(app: App, counting: Counting) -> None:
-    [big] = store(app, 1, body="line of a long text\n" * 400)
-    out = budget.inbox(app, ME, OutputBudget(3_000), limit=20, mark=True, include_open=True)
-    pages = 1
-    while out["page"]["nextOffset"] is not None:
-        out = budget.inbox(app, ME, OutputBudget(3_000), limit=20, mark=True, include_open=True, message_id=big,
-                           offset=out["page"]["nextOffset"])
-        pages += 1
-    assert pages >= 3 and out["markedDelivered"] == [big]
-    assert counting.calls == Counter({big: pages})
-
-
-@pytest.mark.parametrize("indent", [None, 0, 1, 2, 4])
-def test_prefix_sizes_are_what_result_bytes_measures(app: App, indent: int | None) -> None:
-    rng = random.Random(indent)
-    for n in range(1, 13):  # bodies of every kind of character JSON escapes or widens
-        body = "".join(rng.choice(['a', 'é', '漢', '😀', '"', '\\', '\n', '\t', '<', '&', '\x01', '\u200b', ' ']) for _ in range(rng.randint(1, 300)))
-        store(app, 1, body=body + f" {n}", anticipation=rng.choice(["fyi", "reply", "action"]))
-    shape = OutputBudget(10**9, json_indent=indent)
-    whole = budget.inbox(app, ME, None, limit=100, mark=False, include_open=True)
-    rows = app.mailbox.open_for("team:me", 100)
-    skeleton = {**whole, "messages": [], "openCount": 0, "renderedBlock": ""}
-    sizes = list(budget.prefix_bytes(skeleton, zip(whole["messages"], [app.mailbox.envelope(r) for r in rows]), shape))
-    expected = [budget.result_bytes(budget.inbox(app, ME, None, limit=k, mark=False, include_open=True), shape)
-                for k in range(1, len(rows) + 1)]
-    assert len(rows) == 12 and sizes == expected
 
 
 class Statements:
@@ -162,7 +122,7 @@ def _mail(app: App, n: int, tag: str) -> list[str]:
 
 LISTS = {
     "inbox": lambda app, ids: app.inbox(ME, limit=100, mark=False),
-    "budgeted inbox": lambda app, ids: budget.inbox(app, ME, OutputBudget(400_000), limit=100, mark=False, include_open=True),
+    "read": lambda app, ids: reading.inbox(app, ME, limit=100, mark=False, include_open=True),
     "inspect": lambda app, ids: app.inspect(ME, limit=100, include_bodies=True),
     "due reminders": lambda app, ids: app.mailbox.due_reminders("team:me"),
 }
@@ -213,7 +173,7 @@ def test_a_read_marks_what_it_returns_in_one_write_transaction(app: App) -> None
     seen: list[str] = []
     app.store.conn.set_trace_callback(seen.append)
     try:
-        out = budget.inbox(app, ME, OutputBudget(400_000), limit=20, mark=True, include_open=True)
+        out = reading.inbox(app, ME, limit=20, mark=True, include_open=True)
     finally:
         app.store.conn.set_trace_callback(None)
     assert out["markedDelivered"] == ids

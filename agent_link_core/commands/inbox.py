@@ -39,7 +39,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     One read returns what fits AGENT_LINK_READ_BYTES (or the calling host's own limit);
     a message larger than that comes in pages: follow the printed --offset.
     """
-    from agent_link_core import budget
+    from agent_link_core import reading
     from agent_link_core.cli_text import cli_words, terminal_safe
     from agent_link_core.identity import reads_own_mail
 
@@ -69,10 +69,9 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         data["nextBefore"] = data["messages"][-1]["id"] if cut else None  # --before of the next page
         data["renderedBlock"] = "\n".join(view.pop("envelope") for view in data["messages"])
     else:
-        data = budget.inbox(app, caller, budget.caller_budget(app, caller), limit=limit, mark=False,
-                            include_open=True, message_id=message_id, offset=offset or 0)
+        data = reading.inbox(app, caller, limit=limit, mark=False, include_open=True, message_id=message_id, offset=offset or 0)
     if warnings:
-        data["warnings"] = warnings
+        data["warnings"] = [*data.get("warnings", []), *warnings]
     to_mark = shown_unread(app, data) if mark else []
     data = as_read(app, data, to_mark)
 

@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.budget import oversized_notice
 from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
@@ -434,20 +433,19 @@ class ChannelBridge:
                 continue  # read through the inbox while an earlier push was awaited
             envelope = app.mailbox.envelope(fresh)
             size = len(envelope.encode("utf-8"))
-            too_large = size > CHANNEL_BUDGET_BYTES
-            if too_large and _announced(app, row["id"]):
+            if size > CHANNEL_BUDGET_BYTES and _announced(app, row["id"]):
                 continue  # told once; it waits for the inbox reads
-            # a message Claude Code would show cut is announced; the model reads it in pages
-            content = oversized_notice(fresh, size) if too_large else envelope
+            # a message Claude Code would show cut is announced (agent_link_push_notice); the model reads it in pages
+            notice = app.hooks.push_notice(app.mailbox.row_dict(fresh), size, CHANNEL_BUDGET_BYTES) if size > CHANNEL_BUDGET_BYTES else None
             try:
-                await peer.notify(METHOD, {"content": content, "meta": channel_meta(fresh)})
+                await peer.notify(METHOD, {"content": envelope if notice is None else notice, "meta": channel_meta(fresh)})
             except PeerGone:
                 raise
             except Exception as exc:  # the message stays queued; the loop retries with back-off
                 self.status.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 log.warning("channel push of %s failed: %s", row["id"], exc)
                 return FAILED
-            if too_large:
+            if notice is not None:
                 app.mailbox.record_event(row["id"], "announced", address, "channel", {"method": METHOD, "bytes": size})
                 continue
             app.mailbox.mark_delivered(row["id"], "channel", {"method": METHOD, "session": session_id})

@@ -28,7 +28,7 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
     got = json.loads(cli("config", "get", "state_dir", "--json").stdout)
     assert got == {"name": "AGENT_LINK_STATE_DIR", "value": str(box), "source": "settings-file"}
     listed = json.loads(cli("config", "list", "--json").stdout)
-    assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_READ_BYTES"} <= {row["name"] for row in listed["settings"]}
+    assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_INSPECT_ALL"} <= {row["name"] for row in listed["settings"]}
     assert cli("config", "unset", "inspect_all").returncode == 0
     assert "inspect_all" not in settings.read_text() and "keep = 1" in settings.read_text()
     # config says where the database lives; it opens none (no state dir at the default place)

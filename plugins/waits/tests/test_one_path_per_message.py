@@ -130,13 +130,13 @@ async def accept(message: dict[str, Any], envelope: str, options: Any) -> Delive
 
 
 async def test_an_inbox_read_in_another_process_leaves_a_waits_mail_to_it(apps: Any) -> None:
-    from agent_link_core import budget
+    from agent_link_core import reading
 
     waiter, reader = apps
     task = asyncio.ensure_future(waits_of(waiter).wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=10_000))
     await waiting(waiter, "from:team:carol")
     sent = await reader.send(caller=CAROL, to="stub:alice", body="for the wait")
-    read = budget.inbox(reader, ALICE, None, limit=10, mark=True, include_open=False)  # this process runs no wait
+    read = reading.inbox(reader, ALICE, limit=10, mark=True, include_open=False)  # this process runs no wait
     assert [m["id"] for m in read["messages"]] == [] and not waits_of(reader).waiting
     got = await task
     assert got["reply"]["id"] == sent.message["id"]

@@ -1,9 +1,10 @@
 """The inbox read's budget rule is pinned (issue 32): whatever makes a read cheaper, every
-read returns exactly what the rule of :mod:`agent_link_core.budget` as first written returned.
+read returns exactly what the rule of :mod:`agent_link_budgets.fit` (once ``agent_link_core/budget.py``) as first
+written returned.
 
 :func:`reference_inbox` is that first version, kept here word for word as the oracle (it
 rendered every envelope again for each candidate message). Each case builds one mailbox,
-copies it, reads one copy with :func:`agent_link_core.budget.inbox` and the other with the
+copies it, reads one copy with :func:`agent_link_core.reading.inbox` fitted by this plugin and the other with the
 oracle under a frozen clock, and compares the whole results (or the whole errors) and what
 each read marked delivered in its copy. Cases vary the bodies (short, long, heavily escaped,
 multi-byte, invisible characters, larger than the budget so they come in pages), budgets
@@ -22,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import budget, hookimpl
+from agent_link_budgets import fit
+from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.envelope import render_element, render_inbox
 from agent_link_core.errors import AgentLinkError
@@ -35,7 +37,7 @@ FROZEN_MS = 1_780_000_000_000
 SENDERS = [Caller(a, "explicit", a.split(":")[0]) for a in ("team:ann", "team:ben", "hb:cy")]
 
 
-# -- the oracle: agent_link_core/budget.py's read as first written --------------------------
+# -- the oracle: the budgeted read as first written (agent_link_core/budget.py then) ---------------
 
 def _ref_fits(result: dict[str, Any], out: OutputBudget, messages: int) -> bool:
     shown = json.dumps({"ok": True, **result}, ensure_ascii=False, indent=out.json_indent)
@@ -51,7 +53,7 @@ def _ref_held(app: App, address: str) -> set[str]:
 
 def reference_inbox(app: App, caller: Caller, out: OutputBudget | None, *, limit: int, mark: bool, include_open: bool,
                     message_id: str | None = None, offset: int = 0) -> dict[str, Any]:
-    """``budget.inbox`` as first written (the oracle)."""
+    """The budgeted inbox read as first written (the oracle)."""
     app.require_caller(caller)
     if message_id is not None:
         row = app.mailbox.require(message_id)
@@ -276,7 +278,7 @@ def frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_read_returns_what_the_first_budget_rule_returned(case: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_read_returns_what_the_first_budget_rule_returned(case: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: Any) -> None:
     rng, me, host = random.Random(case), ("hb:me" if case % 3 == 0 else "team:me"), case % 3 == 0
     ids = build_case(tmp_path / "built", rng, me, monkeypatch)
     read_bytes = rng.choice([None, 2_000, 5_000, 40_000, 120_000])
@@ -288,7 +290,7 @@ def test_a_read_returns_what_the_first_budget_rule_returned(case: int, tmp_path:
             for app in apps:  # a running wait holds mail from one sender
                 HOLDS[id(app)].senders.add(SENDERS[case % 3].address)
         # the host's own budget (or AGENT_LINK_READ_BYTES without one), else one given
-        out = budget.caller_budget(apps[0], caller) if rng.random() < 0.5 else rng.choice(BUDGETS)
+        out = fit.caller_budget(apps[0], caller) if rng.random() < 0.5 else rng.choice(BUDGETS)
         reads: list[dict[str, Any]] = []
         for step in range(6):  # follow `more` and page cursors, as a reader would
             kwargs: dict[str, Any] = {"limit": rng.choice([1, 3, 20, 100]), "mark": rng.random() < 0.6,
@@ -301,14 +303,14 @@ def test_a_read_returns_what_the_first_budget_rule_returned(case: int, tmp_path:
                 size = len(apps[0].mailbox.envelope(apps[0].mailbox.get_row(target)))
                 kwargs.update(message_id=target.lower() if rng.random() < 0.2 else target,
                               offset=rng.choice([0, size // 2, size - 1, size, -1]))
-            new = outcome(budget.inbox, apps[0], caller, out, **kwargs)
+            new = outcome(read, apps[0], caller, out, **kwargs)
             ref = outcome(reference_inbox, apps[1], caller, out, **kwargs)
             assert new == ref, (step, kwargs)
             assert delivered(apps[0]) == delivered(apps[1]), (step, kwargs)
             reads.append(new)
         if ids:  # another session asking for my message by id
             other = Caller("team:else", "explicit", "team")
-            assert outcome(budget.inbox, apps[0], other, out, limit=20, mark=True, include_open=True, message_id=ids[0]) == \
+            assert outcome(read, apps[0], other, out, limit=20, mark=True, include_open=True, message_id=ids[0]) == \
                 outcome(reference_inbox, apps[1], other, out, limit=20, mark=True, include_open=True, message_id=ids[0])
     finally:
         for app in apps:

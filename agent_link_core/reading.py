@@ -1,0 +1,157 @@
+"""An inbox read (``read_agent_link_inbox``, ``agent-link inbox``): the caller's open mail but what a running wait
+returns itself (``heldByActiveWait``), or one message's envelope from an offset in characters (``messageId`` +
+``offset``). How much of it the caller's host shows the model in full is a plugin's answer (``agent_link_fit_read``:
+plugins/budgets); without one a read returns everything up to its limit, a message whole (docs/plugins.md section 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from agent_link_core.envelope import render_inbox
+from agent_link_core.errors import AgentLinkError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from typing import Any
+    from agent_link_core.app import App
+    from agent_link_core.model import Caller
+
+
+class ReadDraft:
+    """What an inbox read may return, offered to ``agent_link_fit_read`` to choose how much of it the host shows in full.
+
+    :ivar page: False: the answer ``n`` counts the first messages returned (:attr:`start` is 0; 0 with messages pages
+        the first one); True: one message's envelope is read in pages and ``n`` is where this page ends, in characters.
+    :ivar start: the smallest answer (a page: one character past its offset); :ivar stop: the largest, everything.
+    :ivar body_bytes: UTF-8 bytes of the bodies of the messages (0 for a page).
+    :ivar messages: ``(view, envelope)`` of each message in order, each envelope rendered as it is taken (a page: none).
+    """
+
+    def __init__(self, start: int, stop: int, build: Callable[[int], dict[str, Any]], *, page: bool = False,
+                 messages: Iterator[tuple[dict[str, Any], str]] = iter(()), body_bytes: int = 0) -> None:
+        self.start, self.stop, self.page, self.messages, self.body_bytes = start, stop, page, messages, body_bytes
+        self._build = build
+        self._last: tuple[int, dict[str, Any]] | None = None
+
+    def result(self, n: int) -> dict[str, Any]:
+        """The read's result with answer ``n`` (``start`` <= n <= ``stop``) before anything is marked delivered."""
+        if self._last is None or self._last[0] != n:  # the last one is kept: the read returns it when chosen
+            self._last = (n, self._build(n))
+        return self._last[1]
+
+
+def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: bool, message_id: str | None = None,
+          offset: int = 0) -> dict[str, Any]:
+    """The caller's inbox read, each view and envelope made once.
+
+    :param message_id: read this message's envelope from ``offset`` (characters) instead; marked delivered (with
+        ``mark``) with the envelope's last page.
+    :returns: the fields of :meth:`App.inbox` plus ``more`` (what is left and how to read it, or None), ``page``
+        (``{messageId, offset, nextOffset, totalChars}`` or None), ``heldByActiveWait`` (mail left to a running wait,
+        counted in neither ``messages`` nor ``remainingCount``) and ``warnings`` when the fitting plugin failed.
+    :raises AgentLinkError: ``not_found``, ``wrong_recipient`` (another session's message), ``invalid_arguments`` (an
+        offset past the envelope's end).
+    """
+    app.require_caller(caller)
+    if message_id is not None:
+        row = app.mailbox.require(message_id)
+        if row["recipient"] != caller.address:
+            raise AgentLinkError("wrong_recipient", f"Message {row['id']} is not addressed to you.",
+                                 {"messageId": row["id"], "expected": row["recipient"], "caller": caller.address})
+        return _page(app, caller, row, offset, mark)
+    held = app.hooks.held_messages(caller.address)
+    rows, _ = app.mailbox.drain(caller.address, limit + len(held), mark=False, include_open=include_open)
+    rows = [r for r in rows if r["id"] not in held][:limit]
+    messages = [app.mailbox.row_dict(row) for row in rows]  # each row's metadata decoded once, for its view and its envelope
+    views = _views(app, rows, [m["metadata"] for m in messages])
+    envelopes: list[str] = []
+
+    def rendered(upto: int) -> list[str]:  # the envelopes, the first `upto` made: each once, only as far as needed
+        for k in range(len(envelopes), upto):
+            envelopes.append(app.mailbox.envelope(rows[k], messages[k]))
+        return envelopes
+
+    def unmarked(n: int) -> dict[str, Any]:  # the result holding the first n messages
+        return _assemble(caller.address, [], views[:n], remaining, len(held), render_inbox(rendered(n)[:n]), None)
+
+    remaining = _remaining(app, caller.address, held)
+    draft = ReadDraft(0, len(rows), unmarked, messages=((views[k], rendered(k + 1)[k]) for k in range(len(rows))),
+                      body_bytes=sum(row["body_bytes"] for row in rows))
+    count, warnings = app.hooks.fit_read(caller, draft) if rows else (None, [])
+    count = len(rows) if count is None else count
+    if rows and not count:  # the first message alone is larger than the host shows: page it
+        return _page(app, caller, rows[0], 0, mark, rendered(1)[0])
+    unread = [row["id"] for row in rows[:count] if row["delivered_at"] is None]
+    if not (mark and unread):
+        return _warned(draft.result(count), warnings)
+    marked = app.mailbox.mark_many_delivered(unread, "inbox")
+    # marking changed what remains (held mail is never chosen, nor marked)
+    held = app.hooks.held_messages(caller.address) - {row["id"] for row in rows[:count]}
+    views = _views(app, app.mailbox.rows([row["id"] for row in rows[:count]]))
+    return _warned(_assemble(caller.address, marked, views, _remaining(app, caller.address, held), len(held),
+                             render_inbox(rendered(count)[:count]), None), warnings)
+
+
+def _warned(result: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**result, "warnings": warnings} if warnings else result
+
+
+def _views(app: App, rows: list[Any], metas: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The views of ``rows`` with ``open`` (what the reader still has to do)."""
+    views = app.mailbox.to_views(rows, metas=metas)
+    for row, view in zip(rows, views, strict=True):
+        view["open"] = view["status"] in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
+    return views
+
+
+def _remaining(app: App, address: str, held: set[str]) -> int:
+    """Undelivered open mail of ``address`` not left to a running wait (``held``)."""
+    return max(app.mailbox.count_open(address, undelivered_only=True) - len(held), 0)
+
+
+def _assemble(address: str, marked: list[str], views: list[dict[str, Any]], remaining: int, held: int, block: str,
+              page: dict[str, Any] | None) -> dict[str, Any]:
+    """The read's result (``held``: how many messages a wait holds)."""
+    more = None
+    if page is not None and page["nextOffset"] is not None:
+        more = (f"This message continues: call read_agent_link_inbox with messageId {page['messageId']} and offset "
+                f"{page['nextOffset']} to read the next part.")
+    elif remaining:
+        more = f"{remaining} more message(s) wait: call read_agent_link_inbox again to read them."
+    return {
+        "address": address,
+        "markedDelivered": marked,
+        "messages": views,
+        "openCount": sum(1 for v in views if v["open"]),
+        "remainingCount": remaining,
+        "heldByActiveWait": held,
+        "renderedBlock": block,
+        "more": more,
+        "page": page,
+    }
+
+
+def _page(app: App, caller: Caller, row: Any, offset: int, mark: bool, envelope: str | None = None) -> dict[str, Any]:
+    """The page of ``row``'s envelope from ``offset`` that the host shows (``agent_link_fit_read``; without it the rest)."""
+    envelope = app.mailbox.envelope(row) if envelope is None else envelope
+    total = len(envelope)
+    if not 0 <= offset < total:
+        raise AgentLinkError("invalid_arguments", f"offset {offset} is outside the message's {total} characters.",
+                             {"errors": [{"path": "offset", "rule": "range", "expected": f"0-{total - 1}"}]})
+    [view] = _views(app, [row])
+    held = app.hooks.held_messages(caller.address) - {row["id"]}
+    remaining = _remaining(app, caller.address, held)
+
+    def build(end: int) -> dict[str, Any]:
+        page = {"messageId": row["id"], "offset": offset, "nextOffset": end if end < total else None, "totalChars": total}
+        return _assemble(caller.address, [], [view], remaining, len(held), envelope[offset:end], page)
+
+    draft = ReadDraft(offset + 1, total, build, page=True)
+    end, warnings = app.hooks.fit_read(caller, draft)
+    out = draft.result(total if end is None else end)
+    if end in (None, total) and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
+        [view] = _views(app, app.mailbox.rows([row["id"]]))
+        held = app.hooks.held_messages(caller.address) - {row["id"]}
+        out = _assemble(caller.address, [row["id"]], [view], _remaining(app, caller.address, held), len(held),
+                        out["renderedBlock"], out["page"])
+    return _warned(out, warnings)
