@@ -88,3 +88,17 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return put
+
+
+@pytest.fixture(autouse=True)
+def no_real_opencode_layers(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """opencode's global, home and managed folders in a scratch folder, and no ``OPENCODE_*``
+    variable: health and ``--real-opencode`` never read the machine's opencode config."""
+    root = tmp_path_factory.mktemp("opencode-layers")
+    for name in ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION",
+                 "OPENCODE_DISABLE_PROJECT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "xdg"))
+    monkeypatch.setenv("OPENCODE_TEST_HOME", str(root / "home"))
+    monkeypatch.setenv("OPENCODE_TEST_MANAGED_CONFIG_DIR", str(root / "managed"))
+    return root
