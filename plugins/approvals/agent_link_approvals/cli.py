@@ -1,12 +1,16 @@
-"""``agent-link approvals``: check and apply the tool approvals of Codex and Claude Code.
+"""``agent-link approvals``: check and apply the tool approvals of Codex, Claude Code and opencode.
 
 * ``agent-link approvals check (--codex-config PATH | --real-codex) [--claude-settings PATH |
-  --real-claude [--project DIR]] [--all] [--plugin-id ID] [--plugin-root DIR] [--json]``
-* ``agent-link approvals apply (--codex-config PATH | --claude-settings PATH) [--all]
-  [--dry-run] [--plugin-id ID] [--plugin-root DIR] [--json]``
+  --real-claude] [--opencode-config PATH | --real-opencode] [--project DIR] [--all]
+  [--plugin-id ID] [--plugin-root DIR] [--json]``
+* ``agent-link approvals apply (--codex-config PATH | --claude-settings PATH | --opencode-config
+  PATH | --real-opencode [--project DIR] [--opencode-config LAYER]) [--all] [--dry-run]
+  [--plugin-id ID] [--plugin-root DIR] [--json]``
 
-Nothing reads the user's real Codex config or Claude settings unless ``--real-codex`` /
-``--real-claude`` (or ``AGENT_LINK_CHECK_REAL_CONFIG=1`` for Codex) says so.
+Nothing reads the user's real Codex config, Claude settings or opencode layers unless
+``--real-codex`` / ``--real-claude`` / ``--real-opencode`` (or ``AGENT_LINK_CHECK_REAL_CONFIG=1``
+for Codex) says so; ``--opencode-config PATH`` alone is that one file
+(``plugins/approvals/README.md``, "Layers").
 """
 
 from __future__ import annotations
