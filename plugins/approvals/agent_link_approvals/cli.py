@@ -219,7 +219,8 @@ def _print_opencode(r: dict[str, Any], apply: bool = False) -> None:
     what = "tools (--all, role-admin tools excepted)" if len(r["required"]) and r.get("all") else "required tools"
     click.echo(f"  {what} running unasked: {len(r['required']) - len(r['missing']) - len(r['heldBack'])} of {len(r['required'])}")
     if r["missing"]:
-        click.echo(f"  asked or denied by a wildcard key: {_names(r['missing'])}")
+        deciders = sorted({f"{t['by']!r} in {t['from']}" for t in r["tools"] if t["key"] in r["missing"]})
+        click.echo(f"  asked or denied by a wildcard key ({'; '.join(deciders)}): {_names(r['missing'])}")
     for held in r["heldBack"]:
         click.echo("  " + _held_line(held, "permission", "", r["config"]))
     for agent in r["agents"]:

@@ -158,8 +158,9 @@ def _trial(layers: list[Layer], target: int | None, env: Mapping[str, str],
             table = entry.get("permission") if isinstance(entry, dict) else None
         if isinstance(table, dict):
             table.update((key, "allow") for key in keys)
-    trial = [*layers]
-    trial[target] = dataclasses.replace(layers[target], data=data)
+    # the same file can be two layers (``$OPENCODE_CONFIG`` naming a global file): opencode reads it twice
+    trial = [dataclasses.replace(layer, data=data) if layer.path is not None and layer.source == layers[target].source
+             and layer.scope != "agent" else layer for layer in layers]
     return merge(trial, env)
 
 

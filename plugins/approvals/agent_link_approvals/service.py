@@ -6,6 +6,7 @@ from the manifests, and returns a report dict (the ``--json`` form) plus what th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -242,9 +243,9 @@ def apply_opencode(layers: list[opencode_layers.Layer], target: int, tools: list
     planned: dict[str, Any] = {}
 
     def with_bytes(raw: bytes | None) -> list[opencode_layers.Layer]:
-        out = [*layers]
-        out[target] = opencode_layers.layer_of(layers[target], raw, os.environ)
-        return out
+        new = opencode_layers.layer_of(layers[target], raw, os.environ)
+        return [dataclasses.replace(layer, data=new.data, raw=new.raw) if layer.source == new.source and layer.scope != "agent"
+                else layer for layer in layers]
 
     def plan(raw: bytes | None) -> bytes | None:
         opencode.parse(path, raw)  # plain JSON only: a JSONC file is refused, never rewritten

@@ -182,3 +182,16 @@ def as_json(result: Result) -> dict[str, Any]:
     data = json.loads(result.stdout)
     assert isinstance(data, dict)
     return data
+
+
+def test_opencode_config_naming_the_global_file_is_one_file_read_twice(
+        run: Run, fake_tools: list[str], project: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project["sub"])
+    target = write_json(project["global"] / "opencode.json", {"permission": {"*": "ask"}})
+    monkeypatch.setenv("OPENCODE_CONFIG", str(target))
+    checked = run("approvals", "check", "--real-opencode")
+    assert checked.exit_code == 1 and f"asked or denied by a wildcard key ('*' in {target})" in checked.stdout
+    applied = run("approvals", "apply", "--real-opencode", "--json")
+    out = as_json(applied)["opencode"]
+    assert applied.exit_code == 0 and out["complete"] and out["added"] == READ_ONLY_KEYS
+    assert [layer["scope"] for layer in out["layers"] if layer["source"] == str(target)] == ["global", "custom"]
