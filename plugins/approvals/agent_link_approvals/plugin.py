@@ -6,7 +6,8 @@ Hooks:
 * ``agent_link_register_commands``: the ``approvals`` CLI group;
 * ``agent_link_health``: the ``approvals`` section: for each host whose config is found (the
   real ``$CODEX_HOME/config.toml``; the Claude Code user settings plus the current folder's
-  project and local settings), whether the read-only tools run without asking and the
+  project and local settings; opencode's config layers for the current folder,
+  :mod:`agent_link_approvals.opencode_layers`), whether the read-only tools run without asking and the
   command that fixes it. The tools come from this process's registry (no server is started).
 """
 
