@@ -16,8 +16,7 @@ read from the code bundled in the pinned binary), lowest first; a later layer wi
    ``opencode.json`` then ``opencode.jsonc``, then the folder's markdown agents
    (``{agent,agents}/**/*.md``, then ``{mode,modes}/*.md`` as primary agents);
 5. ``$OPENCODE_CONFIG_CONTENT``;
-6. the managed folder ``/etc/opencode`` (``$OPENCODE_TEST_MANAGED_CONFIG_DIR``):
-   ``opencode.json``, ``opencode.jsonc``;
+6. the managed folder ``/etc/opencode`` (:data:`MANAGED_DIR`): ``opencode.json``, ``opencode.jsonc``;
 7. then the config's ``mode.<name>`` entries are merged into ``agent.<name>`` (as primary
    agents) and ``$OPENCODE_PERMISSION`` (JSON) over ``permission``.
 
@@ -49,6 +48,8 @@ from agent_link_approvals import jsonc
 from agent_link_approvals.files import ConfigFileError, decode_utf8, read_bytes
 
 Path_ = tuple[str, ...]
+#: opencode's managed config folder on Linux (an administrator's settings, merged last)
+MANAGED_DIR = Path("/etc/opencode")
 
 
 @dataclass
@@ -229,7 +230,7 @@ def real_layers(env: Mapping[str, str], directory: Path) -> list[Layer]:
     :raises ConfigFileError: a layer that exists but cannot be read or parsed (naming it).
     """
     directory = directory.resolve()
-    home = Path(env.get("OPENCODE_TEST_HOME") or env.get("HOME") or os.path.expanduser("~"))
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
     gdir = global_dir(env)
     layers = [read_layer(gdir / name, "global", env) for name in ("config.json", "opencode.json", "opencode.jsonc")]
     if env.get("OPENCODE_CONFIG"):
@@ -251,9 +252,8 @@ def real_layers(env: Mapping[str, str], directory: Path) -> list[Layer]:
     if env.get("OPENCODE_CONFIG_CONTENT"):
         text = substitute(env["OPENCODE_CONFIG_CONTENT"], env, directory, "OPENCODE_CONFIG_CONTENT")
         layers.append(Layer("OPENCODE_CONFIG_CONTENT", None, "content", parse_text(text, "OPENCODE_CONFIG_CONTENT")))
-    managed = Path(env.get("OPENCODE_TEST_MANAGED_CONFIG_DIR") or "/etc/opencode")
-    if managed.exists():
-        layers += [read_layer(managed / name, "managed", env) for name in ("opencode.json", "opencode.jsonc")]
+    if MANAGED_DIR.exists():
+        layers += [read_layer(MANAGED_DIR / name, "managed", env) for name in ("opencode.json", "opencode.jsonc")]
     return layers
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_approvals import opencode_layers
 from agent_link_approvals.toollist import ToolInfo
 from click.testing import CliRunner, Result
 
@@ -99,6 +100,6 @@ def no_real_opencode_layers(tmp_path_factory: pytest.TempPathFactory, monkeypatc
                  "OPENCODE_DISABLE_PROJECT_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "xdg"))
-    monkeypatch.setenv("OPENCODE_TEST_HOME", str(root / "home"))
-    monkeypatch.setenv("OPENCODE_TEST_MANAGED_CONFIG_DIR", str(root / "managed"))
+    monkeypatch.setenv("HOME", str(root / "home"))
+    monkeypatch.setattr(opencode_layers, "MANAGED_DIR", root / "managed")
     return root

@@ -112,8 +112,7 @@ def test_the_layers_are_found_in_opencodes_order(project: dict[str, Path], tmp_p
 def test_precedence_decides_which_key_is_last(project: dict[str, Path], layers: dict[str, dict[str, str]], decision: str,
                                              source: str, tools: list[ToolInfo]) -> None:
     paths = {"g": project["global"] / "opencode.json", "p": project["repo"] / "opencode.jsonc", "m": project["managed"] / "opencode.json"}
-    env: dict[str, str] = {"XDG_CONFIG_HOME": str(project["global"].parent), "OPENCODE_TEST_HOME": str(project["home"]),
-                           "OPENCODE_TEST_MANAGED_CONFIG_DIR": str(project["managed"])}
+    env: dict[str, str] = {"XDG_CONFIG_HOME": str(project["global"].parent), "HOME": str(project["home"])}
     for name, table in layers.items():
         if name == "c":
             env["OPENCODE_CONFIG_CONTENT"] = json.dumps({"permission": table})

@@ -192,7 +192,6 @@ def test_opencode_merged_layers_match_opencode_debug_config(tmp_path: Path) -> N
            and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
     env.update({k: str(v) for k, v in xdg.items()}, HOME=str(home), OPENCODE_DISABLE_AUTOUPDATE="1",
                OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
-               OPENCODE_TEST_MANAGED_CONFIG_DIR=str(root / "managed"),
                HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",  # nothing leaves the machine
                OPENCODE_CONFIG_CONTENT=json.dumps({"permission": {"agent-link_agent_link_health": "allow"}}))
     cwd = work / "sub"
