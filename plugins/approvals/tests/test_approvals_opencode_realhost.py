@@ -143,7 +143,7 @@ def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(t
     report = json.loads(applied.stdout)["opencode"]
     assert applied.returncode == 1 and "agent-link_list_agents" in report["added"], report  # the top level is fixed
     agents = {a["agent"]: a for a in report["agents"]}
-    assert ("agent-link_list_agents", str(strict)) in [(h["key"], h["file"]) for h in agents["mdstrict"]["heldBack"]]
+    assert ("agent-link_list_agents", str(strict), "layer") in [(h["key"], h["from"], h["why"]) for h in agents["mdstrict"]["heldBack"]]
     assert "agent-link_list_agents" not in [h["key"] for h in agents["mdopen"]["heldBack"]]
     data = json.loads(config.read_text())
 
