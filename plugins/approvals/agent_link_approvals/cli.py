@@ -1,12 +1,16 @@
-"""``agent-link approvals``: check and apply the tool approvals of Codex and Claude Code.
+"""``agent-link approvals``: check and apply the tool approvals of Codex, Claude Code and opencode.
 
 * ``agent-link approvals check (--codex-config PATH | --real-codex) [--claude-settings PATH |
-  --real-claude [--project DIR]] [--all] [--plugin-id ID] [--plugin-root DIR] [--json]``
-* ``agent-link approvals apply (--codex-config PATH | --claude-settings PATH) [--all]
-  [--dry-run] [--plugin-id ID] [--plugin-root DIR] [--json]``
+  --real-claude] [--opencode-config PATH | --real-opencode] [--project DIR] [--all]
+  [--plugin-id ID] [--plugin-root DIR] [--json]``
+* ``agent-link approvals apply (--codex-config PATH | --claude-settings PATH | --opencode-config
+  PATH | --real-opencode [--project DIR] [--opencode-config LAYER]) [--all] [--dry-run]
+  [--plugin-id ID] [--plugin-root DIR] [--json]``
 
-Nothing reads the user's real Codex config or Claude settings unless ``--real-codex`` /
-``--real-claude`` (or ``AGENT_LINK_CHECK_REAL_CONFIG=1`` for Codex) says so.
+Nothing reads the user's real Codex config, Claude settings or opencode layers unless
+``--real-codex`` / ``--real-claude`` / ``--real-opencode`` (or ``AGENT_LINK_CHECK_REAL_CONFIG=1``
+for Codex) says so; ``--opencode-config PATH`` alone is that one file
+(``plugins/approvals/README.md``, "Layers").
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, NoReturn
 
 import click
 
-from agent_link_approvals import claude, codex, opencode, service
+from agent_link_approvals import claude, codex, opencode_layers, service
 from agent_link_approvals.files import ChangedWhileApplying, ConfigFileError
 from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin
 from agent_link_approvals.settings import (
@@ -192,27 +196,39 @@ def _print_claude(r: dict[str, Any], apply: bool = False) -> None:
         click.echo(json.dumps(r["missing"], indent=2))
 
 
+def _held_line(held: dict[str, Any], table: str, whose: str, target: str | None) -> str:
+    """One HELD BACK line: why ``apply`` leaves that tool (see OpencodeCheck.held_back)."""
+    where = f"the key {held['by']!r} of {table} in {held['from'] or 'an unknown layer'}"
+    if held["why"] == "named":
+        return (f"HELD BACK: {held['key']} is {held['decision']}{whose} (by {where}) and {table} already names it; "
+                "apply never changes or moves your keys")
+    if held["why"] == "action":
+        return f"HELD BACK: {held['key']} is {held['decision']}{whose}: {table} in {held['from']} is one action for every tool"
+    return (f"HELD BACK: {held['key']} is {held['decision']}{whose} by {where}, which a key added to {target} would not "
+            f"outrank; add \"{held['key']}\": \"allow\" at the end of {table} in {held['from']} by hand")
+
+
 def _print_opencode(r: dict[str, Any], apply: bool = False) -> None:
-    click.echo(f"opencode config: {r['config']}{'' if r['exists'] else ' (absent)'}, MCP server {r['server']}")
+    if r.get("project"):
+        read = [layer["source"] for layer in r["layers"] if layer["exists"]]
+        click.echo(f"opencode config for {r['project']}, MCP server {r['server']}, merged from: {_names(read)}")
+        click.echo(f"  apply writes {r['config']}{'' if r['exists'] else ' (absent)'}")
+    else:
+        click.echo(f"opencode config: {r['config']}{'' if r['exists'] else ' (absent)'}, MCP server {r['server']} "
+                   "(this file alone; --real-opencode reads every layer opencode merges)")
     what = "tools (--all, role-admin tools excepted)" if len(r["required"]) and r.get("all") else "required tools"
     click.echo(f"  {what} running unasked: {len(r['required']) - len(r['missing']) - len(r['heldBack'])} of {len(r['required'])}")
     if r["missing"]:
-        click.echo(f"  asked or denied by a wildcard key: {_names(r['missing'])}")
+        deciders = sorted({f"{t['by']!r} in {t['from']}" for t in r["tools"] if t["key"] in r["missing"]})
+        click.echo(f"  asked or denied by a wildcard key ({'; '.join(deciders)}): {_names(r['missing'])}")
     for held in r["heldBack"]:
-        click.echo(f"  HELD BACK: {held['key']} is {held['decision']} (by the key {held['by']!r}) and your permission "
-                   "already names it; apply never changes or moves your keys")
+        click.echo("  " + _held_line(held, "permission", "", r["config"]))
     for agent in r["agents"]:
-        where = f"agent {agent['agent']}" + (f" ({agent['file']})" if agent["file"] else "")
+        table = f"agent.{agent['agent']}.permission"
         if agent["missing"]:
-            click.echo(f"  {where}: asked or denied by a wildcard key of agent.{agent['agent']}.permission: {_names(agent['missing'])}")
+            click.echo(f"  agent {agent['agent']}: asked or denied by a wildcard key of {table}: {_names(agent['missing'])}")
         for held in agent["heldBack"]:
-            if held["file"]:
-                click.echo(f"  HELD BACK: {held['key']} is {held['decision']} for {where} (by the key {held['by']!r} of "
-                           f"that file); apply edits opencode.json only: add \"{held['key']}: allow\" at the end of "
-                           "the file's permission")
-            else:
-                click.echo(f"  HELD BACK: {held['key']} is {held['decision']} for {where} (by the key {held['by']!r}) and "
-                           f"agent.{agent['agent']}.permission already names it; apply never changes or moves your keys")
+            click.echo("  " + _held_line(held, table, f" for agent {agent['agent']}", r["config"]))
     if r["roleAdmin"]["allowed"]:
         click.echo(f"  WARNING: these role-admin tools run unasked: {_names(r['roleAdmin']['allowed'])}; "
                    f"add \"<name>\": \"ask\" for each to permission ({r['roleAdmin']['why']})")
@@ -225,7 +241,28 @@ def _print_opencode(r: dict[str, Any], apply: bool = False) -> None:
                 click.echo(f'    + agent.{name}.permission "{key}": "allow"')
     click.echo(f"  {'COMPLETE' if r['complete'] else 'INCOMPLETE'}")
     if not apply and (r["missing"] or any(a["missing"] for a in r["agents"])):
-        click.echo(f"  Fix: {_cmd('agent-link', 'approvals', 'apply', '--opencode-config', r['config'], *(['--all'] if r.get('all') else []))}")
+        source = ["--real-opencode", "--project", r["project"]] if r.get("project") else ["--opencode-config", r["config"]]
+        click.echo(f"  Fix: {_cmd('agent-link', 'approvals', 'apply', *source, *(['--all'] if r.get('all') else []))}")
+
+
+def _opencode_layers(opencode_config: Path | None, real: bool, project: Path | None, apply: bool,
+                     as_json: bool) -> tuple[list[opencode_layers.Layer], int, dict[str, Any]]:
+    """``(layers, index of the file apply writes, report extras)``: with ``real``, every layer
+    opencode reads for ``project`` (default: the current folder), the file written being
+    ``opencode_config`` or :func:`opencode_layers.config_path`; else the one file."""
+    env = os.environ
+    if not real:
+        assert opencode_config is not None
+        layers = _run(lambda: service.opencode_file(opencode_config, env, must_exist=not apply), as_json)
+        return layers, 0, {}
+    folder = (project or Path.cwd()).resolve()
+    layers = _run(lambda: opencode_layers.real_layers(env, folder), as_json)
+    target = service.opencode_target(layers, opencode_config or opencode_layers.config_path(env))
+    if target is None:
+        files = [layer.source for layer in layers if layer.scope != "agent"]
+        raise click.UsageError(f"{opencode_config} is not a config file opencode reads for {folder}; "
+                               f"name one of: {_names(files)}")
+    return layers, target, {"project": str(folder)}
 
 
 def command_group() -> click.Group:
@@ -246,9 +283,10 @@ def command_group() -> click.Group:
     @click.option("--real-codex", is_flag=True, help="Check the real $CODEX_HOME/config.toml (default ~/.codex).")
     @click.option("--claude-settings", type=FilePath, help="One Claude Code settings.json to check.")
     @click.option("--real-claude", is_flag=True, help="Check the real user, project and local Claude Code settings.")
-    @click.option("--opencode-config", type=FilePath, help="An opencode config (opencode.json) to check.")
+    @click.option("--opencode-config", type=FilePath, help="One opencode config file (JSON or JSONC) to check, alone.")
+    @click.option("--real-opencode", is_flag=True, help="Check opencode's config as opencode merges it from all its layers.")
     @click.option("--project", type=click.Path(file_okay=False, path_type=Path),
-                  help="The project whose .claude settings --real-claude reads (default: the current folder).")
+                  help="The project whose settings --real-claude and --real-opencode read (default: the current folder).")
     @click.option("--all", "all_tools", is_flag=True, help="Require every tool, not only the read-only ones.")
     @click.option("--plugin-id", help="Codex plugin id (default: <plugin>@<marketplace> from the manifests).")
     @click.option("--plugin-root", type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -256,22 +294,25 @@ def command_group() -> click.Group:
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.pass_context
     def check(ctx: click.Context, codex_config: Path | None, real_codex: bool, claude_settings: Path | None,
-              real_claude: bool, opencode_config: Path | None, project: Path | None, all_tools: bool, plugin_id: str | None,
-              plugin_root: Path | None, as_json: bool) -> None:
+              real_claude: bool, opencode_config: Path | None, real_opencode: bool, project: Path | None, all_tools: bool,
+              plugin_id: str | None, plugin_root: Path | None, as_json: bool) -> None:
         """Check that the tools agent-link needs run without asking."""
         if codex_config and real_codex:
             raise click.UsageError("name one Codex config: --codex-config PATH or --real-codex")
         if claude_settings and real_claude:
             raise click.UsageError("name one Claude Code source: --claude-settings PATH or --real-claude")
+        if opencode_config and real_opencode:
+            raise click.UsageError("name one opencode source: --opencode-config PATH or --real-opencode")
         config = get_app(ctx).config
-        if codex_config is None and not real_codex and claude_settings is None and not real_claude and opencode_config is None:
+        if (codex_config is None and not real_codex and claude_settings is None and not real_claude and opencode_config is None
+                and not real_opencode):
             if config.get(CODEX_CONFIG):
                 codex_config = Path(os.path.expanduser(config.get(CODEX_CONFIG)))
             elif config.get(CHECK_REAL_CONFIG):
                 real_codex = True
             else:
                 raise click.UsageError("name what to check: --codex-config PATH, --real-codex, --claude-settings PATH, "
-                                       f"--real-claude or --opencode-config PATH (or set {CODEX_CONFIG})")
+                                       f"--real-claude, --opencode-config PATH or --real-opencode (or set {CODEX_CONFIG})")
         codex_path = codex_config_path(os.environ) if real_codex else codex_config
         out: dict[str, Any] = {"version": 1}
         complete = True
@@ -291,11 +332,12 @@ def command_group() -> click.Group:
             coutcome = _run(lambda: service.check_claude(files, ctools, cplugin, all_tools=all_tools), as_json)
             out["claude"] = coutcome.report
             complete = complete and coutcome.complete
-        if opencode_config is not None:
-            _run(lambda: opencode.load_config(opencode_config), as_json)
+        if opencode_config is not None or real_opencode:
+            layers, target, extra = _opencode_layers(opencode_config, real_opencode, project, False, as_json)
             otools = _tools("opencode", as_json)
-            ooutcome = _run(lambda: service.check_opencode(opencode_config, otools, all_tools=all_tools), as_json)
-            out["opencode"] = {**ooutcome.report, "all": all_tools}
+            env = os.environ if real_opencode else {}
+            ooutcome = _run(lambda: service.check_opencode(layers, target, otools, all_tools=all_tools, env=env), as_json)
+            out["opencode"] = {**ooutcome.report, **extra, "all": all_tools}
             complete = complete and ooutcome.complete
         out["complete"] = complete
         if as_json:
@@ -312,7 +354,13 @@ def command_group() -> click.Group:
     @approvals.command("apply", epilog=EXIT_HELP)
     @click.option("--codex-config", type=FilePath, help="The Codex config.toml to add approvals to.")
     @click.option("--claude-settings", type=FilePath, help="The Claude Code settings.json to add allow rules to.")
-    @click.option("--opencode-config", type=FilePath, help="The opencode config (opencode.json) to add permission keys to.")
+    @click.option("--opencode-config", type=FilePath,
+                  help="The opencode config (plain JSON) to add permission keys to (with --real-opencode: one of its layers).")
+    @click.option("--real-opencode", is_flag=True,
+                  help="Judge opencode's config from all its layers; write $OPENCODE_CONFIG or the global opencode.json "
+                       "unless --opencode-config names the layer.")
+    @click.option("--project", type=click.Path(file_okay=False, path_type=Path),
+                  help="The project whose layers --real-opencode reads (default: the current folder).")
     @click.option("--all", "all_tools", is_flag=True, help="Approve every tool except the role-admin ones.")
     @click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing.")
     @click.option("--plugin-id", help="Codex plugin id (default: <plugin>@<marketplace> from the manifests).")
@@ -321,15 +369,17 @@ def command_group() -> click.Group:
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
     @click.pass_context
     def apply(ctx: click.Context, codex_config: Path | None, claude_settings: Path | None, opencode_config: Path | None,
-              all_tools: bool, dry_run: bool, plugin_id: str | None, plugin_root: Path | None, as_json: bool) -> None:
+              real_opencode: bool, project: Path | None, all_tools: bool, dry_run: bool, plugin_id: str | None,
+              plugin_root: Path | None, as_json: bool) -> None:
         """Add exactly the missing approvals, keeping everything else in the file.
 
         Codex: new tables are appended to the unchanged file. Claude Code: exact allow rules
         are added to permissions.allow. opencode: exact "<server>_<tool>": "allow" keys are
         added at the end of permission. A backup of the old file is kept beside it.
         """
-        if [codex_config, claude_settings, opencode_config].count(None) != 2:
-            raise click.UsageError("name one file: --codex-config PATH, --claude-settings PATH or --opencode-config PATH")
+        if [codex_config, claude_settings, opencode_config or real_opencode or None].count(None) != 2:
+            raise click.UsageError("name one file: --codex-config PATH, --claude-settings PATH, --opencode-config PATH "
+                                   "or --real-opencode")
         config = get_app(ctx).config
         if codex_config is not None:
             plugin = read_codex_plugin(plugin_root)
@@ -339,11 +389,13 @@ def command_group() -> click.Group:
                                                        plugin_id=plugin_id or config.get(CODEX_PLUGIN_ID), dry_run=dry_run),
                            as_json)
             report, complete, printer = outcome.report, outcome.complete, _print_codex
-        elif opencode_config is not None:
-            _run(lambda: opencode.load_config(opencode_config, must_exist=False), as_json)
+        elif opencode_config is not None or real_opencode:
+            layers, target, extra = _opencode_layers(opencode_config, real_opencode, project, True, as_json)
             otools = _tools("opencode", as_json)
-            ooutcome = _run(lambda: service.apply_opencode(opencode_config, otools, all_tools=all_tools, dry_run=dry_run), as_json)
-            report, complete, printer = {**ooutcome.report, "all": all_tools}, ooutcome.complete, _print_opencode
+            env = os.environ if real_opencode else {}
+            ooutcome = _run(lambda: service.apply_opencode(layers, target, otools, all_tools=all_tools, dry_run=dry_run,
+                                                           env=env), as_json)
+            report, complete, printer = {**ooutcome.report, **extra, "all": all_tools}, ooutcome.complete, _print_opencode
         else:
             assert claude_settings is not None
             cplugin = read_claude_plugin(plugin_root)
@@ -353,7 +405,7 @@ def command_group() -> click.Group:
                                                          dry_run=dry_run), as_json)
             report, complete, printer = coutcome.report, coutcome.complete, _print_claude
         if as_json:
-            key = "codex" if codex_config is not None else "opencode" if opencode_config is not None else "claude"
+            key = "codex" if codex_config is not None else "opencode" if opencode_config or real_opencode else "claude"
             click.echo(json.dumps({"version": 1, key: report, "complete": complete}, ensure_ascii=False, indent=2))
         else:
             printer(report, apply=True)

@@ -12,53 +12,42 @@ Facts (observed with the real opencode 1.18.33, ``plugins/approvals/tests/test_a
   patterns over the call's input, which for an MCP tool is ``*``;
 * with no matching key an MCP tool runs unasked; ``ask`` holds the call (``GET /permission``
   lists the request) until someone answers it;
-* an agent (``agent.<name>`` in the config, or a markdown file ``agent/<name>.md`` /
-  ``agents/<name>.md`` / ``mode/<name>.md`` in the config's folder whose YAML front matter has
-  ``permission``) gets the rules of its own ``permission`` **after** the top-level ones
-  (opencode's ``packages/opencode/src/agent/agent.ts``: ``merge(defaults, user,
-  agent.permission)``, evaluated last match first): a matching key there decides for that
-  agent whatever the top level says; with none, the agent follows the top level. A markdown
-  agent's table is merged over the config's ``agent.<name>.permission`` (same key: the file's
-  value in the config's place; new keys after).
+* an agent (``agent.<name>`` of the merged config, markdown agents included: see
+  :mod:`agent_link_approvals.opencode_layers`) gets the rules of its own ``permission``
+  **after** the top-level ones (opencode's ``packages/opencode/src/agent/agent.ts``:
+  ``merge(defaults, user, agent.permission)``, evaluated last match first): a matching key there
+  decides for that agent whatever the top level says; with none, the agent follows the top level.
 
-So a tool is "missing" when a wildcard key makes it ask or deny: ``apply`` adds the tool's exact
-name with ``"allow"`` at the end of the table whose wildcard decides it (``permission``, or
-``agent.<name>.permission`` for an agent's own wildcard). A tool whose exact name the user
-already has in that table (whatever its value and place) is held back: a JSON object has one
-copy of a key, and moving or changing it would change what the user wrote; so is a table that
-is one action for every tool, and an agent whose deciding key is in a markdown file (``apply``
-rewrites opencode.json only; the report names the file and the lines to add).
+The tables are judged as opencode merges them from every layer, each deciding key named with the
+layer it came from. A tool a wildcard key makes ask or deny is "missing" when ``apply`` can fix
+it: the exact name with ``"allow"`` added at the end of that table in the one file ``apply``
+writes (``permission``, or ``agent.<name>.permission`` where that file has it) must then decide,
+which it does unless a later layer brings a matching key of its own (the merge puts a later
+layer's new keys after it). Else it is held back, naming that layer. A tool whose exact name a
+table already has (any value, any place, any layer) is held back too: a JSON object has one copy
+of a key, and moving or changing it would change what the user wrote; so is a table that is one
+action for every tool.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agent_link_approvals.claude import _indent, strict_json
-from agent_link_approvals.files import ConfigFileError, decode_utf8, read_bytes
+from agent_link_approvals.files import ConfigFileError, decode_utf8
+from agent_link_approvals.opencode_layers import Layer, Merged, merge
 from agent_link_approvals.toollist import ROLE_ADMIN_REASON, ToolInfo
 
 #: the MCP server name ``agent-link install opencode`` writes (agent_link_opencode.install.SERVER_NAME)
 SERVER = "agent-link"
 ACTIONS = ("allow", "ask", "deny")
-
-
-def config_path(env: Mapping[str, str]) -> Path:
-    """opencode's global config file: ``$OPENCODE_CONFIG``, else
-    ``$XDG_CONFIG_HOME/opencode/opencode.json`` (default ``~/.config``), as
-    ``agent-link install opencode`` writes it."""
-    if env.get("OPENCODE_CONFIG"):
-        return Path(env["OPENCODE_CONFIG"])
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
-    return Path(base) / "opencode" / "opencode.json"
 
 
 def tool_key(server: str, tool: str) -> str:
@@ -95,17 +84,21 @@ def decide(permission: Any, name: str) -> tuple[str, str | None]:
 
 @dataclass
 class OpencodeCheck:
-    """The verdict for one opencode config (``--json`` form: :meth:`to_dict`)."""
+    """The verdict for opencode's config (``--json`` form: :meth:`to_dict`): ``path`` is the file
+    ``apply`` writes, ``layers`` the layers read (:class:`~agent_link_approvals.opencode_layers.Layer`)."""
 
-    path: Path
+    path: Path | None
     exists: bool
     required: list[str]
+    layers: list[dict[str, Any]] = field(default_factory=list)
     tools: list[dict[str, Any]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: ``{"key", "decision", "by" (the deciding key), "from" (its layer), "why"}``; ``why``:
+    #: ``named`` (the table names the tool itself), ``action`` (the table is one action) or
+    #: ``layer`` (a key ``apply`` cannot outrank from the file it writes decides)
     held_back: list[dict[str, Any]] = field(default_factory=list)
     role_admin_allowed: list[str] = field(default_factory=list)
-    #: per agent with a permission table of its own: ``{"agent", "file" (its markdown file or
-    #: None), "missing": [key], "heldBack": [{"key", "decision", "by", "file"}]}``
+    #: per agent with a permission table of its own: ``{"agent", "missing": [key], "heldBack": [...]}``
     agents: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -119,91 +112,121 @@ class OpencodeCheck:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for ``--json``."""
-        return {"config": str(self.path), "exists": self.exists, "server": SERVER, "complete": self.complete,
-                "required": self.required, "missing": self.missing, "heldBack": self.held_back, "agents": self.agents,
+        return {"config": str(self.path) if self.path else None, "exists": self.exists, "server": SERVER,
+                "complete": self.complete, "layers": self.layers, "required": self.required, "missing": self.missing,
+                "heldBack": self.held_back, "agents": self.agents,
                 "roleAdmin": {"allowed": self.role_admin_allowed, "why": ROLE_ADMIN_REASON}, "tools": self.tools}
 
 
-@dataclass
-class AgentTable:
-    """One agent's own permission table: ``permission`` as opencode applies it (the config's
-    ``agent.<name>.permission`` with the markdown file's merged over it), ``from_file`` the
-    file's part (None: no file, or one without ``permission``), ``file`` that file's path."""
-
-    name: str
-    permission: Any
-    from_file: Any = None
-    file: Path | None = None
-
-
-def merge_tables(base: Any, over: Any) -> Any:
-    """``over`` merged over ``base`` as opencode merges a markdown agent over the config's
-    (objects key by key, a shared key keeping ``base``'s place, new keys after; else ``over``)."""
-    if isinstance(base, dict) and isinstance(over, dict):
-        out = dict(base)
-        for key, value in over.items():
-            out[key] = merge_tables(base[key], value) if key in base else value
-        return out
-    return over
-
-
-def front_matter(text: str) -> dict[str, Any] | None:
-    """The YAML front matter (between ``---`` lines at the top) of a markdown agent file, or
-    None when it has none or opencode could not read it (opencode then skips the file)."""
-    match = re.match(r"\A---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", text, re.DOTALL)
-    if not match:
+def _source(merged: Merged, where: tuple[str, ...], table: Any, by: str | None) -> str | None:
+    """The layer of the deciding key ``by`` of the table at ``where`` (its input pattern's, for a
+    value that is an object of patterns)."""
+    if by is None:
         return None
-    try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
+    if not isinstance(table, dict):
+        return merged.source(*where)
+    value = table.get(by)
+    inner = [k for k in value if _matches(k, "*")] if isinstance(value, dict) else []
+    return merged.source(*where, by, inner[-1]) if inner else merged.source(*where, by)
+
+
+def agent_permissions(merged: Merged) -> dict[str, Any]:
+    """``{agent name: its own permission value}`` of the merged config, disabled agents left out."""
+    agents = merged.data.get("agent")
+    return {name: entry["permission"] for name, entry in (agents.items() if isinstance(agents, dict) else ())
+            if isinstance(entry, dict) and entry.get("disable") is not True and "permission" in entry}
+
+
+def _tables(merged: Merged) -> list[tuple[str | None, tuple[str, ...], Any]]:
+    """``(agent name or None for the top level, path, permission value)`` of every table."""
+    return [(None, ("permission",), merged.data.get("permission")),
+            *((name, ("agent", name, "permission"), table) for name, table in agent_permissions(merged).items())]
+
+
+def _trial(layers: list[Layer], target: int | None, env: Mapping[str, str],
+           wanted: dict[str | None, list[str]]) -> Merged | None:
+    """The merged config once ``wanted`` (``{agent or None: [key]}``) is added with ``"allow"`` to
+    the target layer (an agent's key only where that file has the agent's table); None without target."""
+    if target is None:
         return None
-    return data if isinstance(data, dict) else None
-
-
-def markdown_agents(folder: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """``{agent name: (file, front matter)}`` of the markdown agents opencode loads from the
-    config folder ``folder``: ``{agent,agents}/**/*.md`` (name: the path below that folder
-    without ``.md``) and ``{mode,modes}/*.md``; unreadable files are left out, as opencode does."""
-    found: dict[str, tuple[Path, dict[str, Any]]] = {}
-    for sub, pattern in (("agent", "**/*.md"), ("agents", "**/*.md"), ("mode", "*.md"), ("modes", "*.md")):
-        for file in sorted((folder / sub).glob(pattern)):
-            try:
-                matter = front_matter(file.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
-                continue
-            if matter is not None:
-                found[file.relative_to(folder / sub).with_suffix("").as_posix()] = (file, matter)
-    return found
-
-
-def agent_tables(path: Path, data: dict[str, Any]) -> list[AgentTable]:
-    """The agents with a permission table of their own, from the config ``data`` (of
-    ``path``) and the markdown agents in ``path``'s folder; disabled agents left out."""
-    agent = data.get("agent")
-    configured: dict[str, Any] = agent if isinstance(agent, dict) else {}
-    files = markdown_agents(path.parent)
-    tables: list[AgentTable] = []
-    for name in [*configured, *(n for n in files if n not in configured)]:
-        value = configured.get(name)
-        entry: dict[str, Any] = value if isinstance(value, dict) else {}
-        file, matter = files.get(name, (None, {}))
-        if entry.get("disable") is True or matter.get("disable") is True:
-            continue
-        if "permission" not in entry and "permission" not in matter:
-            continue
-        own = entry.get("permission", {})
-        if "permission" in matter:
-            tables.append(AgentTable(name, merge_tables(own, matter["permission"]), matter["permission"], file))
+    data = copy.deepcopy(layers[target].data or {})
+    for agent, keys in wanted.items():
+        if agent is None:
+            table = data.setdefault("permission", {})
         else:
-            tables.append(AgentTable(name, own))
-    return tables
+            entry = data.get("agent", {}).get(agent) if isinstance(data.get("agent"), dict) else None
+            table = entry.get("permission") if isinstance(entry, dict) else None
+        if isinstance(table, dict):
+            table.update((key, "allow") for key in keys)
+    # the same file can be two layers (``$OPENCODE_CONFIG`` naming a global file): opencode reads it twice
+    trial = [dataclasses.replace(layer, data=data) if layer.path is not None and layer.source == layers[target].source
+             and layer.scope != "agent" else layer for layer in layers]
+    return merge(trial, env)
+
+
+def check(layers: list[Layer], tools: Iterable[ToolInfo], all_tools: bool = False, *, target: int | None = None,
+          env: Mapping[str, str] | None = None) -> OpencodeCheck:
+    """Check the config opencode merges from ``layers`` for ``tools``.
+
+    A tool a wildcard key makes ask or deny is ``missing`` when a key ``"<tool>": "allow"`` added
+    to the layer ``layers[target]`` (the file ``apply`` writes) would make it run unasked, else
+    held back naming the layer that still decides.
+
+    :param all_tools: require every tool but the role-admin ones, not just the read-only ones.
+    :param env: for ``OPENCODE_PERMISSION`` (default: none).
+    """
+    env = env or {}
+    tools = list(tools)
+    merged = merge(layers, env)
+    required = sorted(tool_key(SERVER, t.name) for t in tools if not t.role_admin and (all_tools or t.is_read_only))
+    where = layers[target] if target is not None else None
+    result = OpencodeCheck(where.path if where else None, bool(where and where.data is not None), required,
+                           [layer.to_dict() for layer in layers])
+    entries: dict[str | None, dict[str, Any]] = {}
+    wanted: dict[str | None, list[str]] = {}
+    for agent, path, table in _tables(merged):
+        entry = entries[agent] = {"agent": agent, "missing": [], "heldBack": []}
+        for tool in tools:
+            key = tool_key(SERVER, tool.name)
+            action, by = decide(table, key)
+            source = _source(merged, path, table, by)
+            if agent is None:
+                result.tools.append({"tool": tool.name, "key": key, "decision": action, "by": by, "from": source})
+            elif action != "none":  # with no key of its own, an agent follows the top level
+                next(r for r in result.tools if r["key"] == key).setdefault("agents", {})[agent] = action
+            if tool.role_admin and action in (("allow", "none") if agent is None else ("allow",)):
+                result.role_admin_allowed.append(key if agent is None else f"{key} (agent {agent})")
+            if key not in required or action in ("allow", "none"):
+                continue
+            if not isinstance(table, dict) or key in table:  # the user's own choice: never moved or changed
+                why = "named" if isinstance(table, dict) else "action"
+                entry["heldBack"].append({"key": key, "decision": action, "by": by, "from": source, "why": why})
+            else:
+                wanted.setdefault(agent, []).append(key)
+    trial = _trial(layers, target, env, wanted)
+    view = trial if trial is not None else merged
+    tables = {agent: (path, table) for agent, path, table in _tables(view)}
+    for agent, keys in wanted.items():
+        path, table = tables[agent]
+        for key in keys:
+            action, by = decide(table, key)
+            if trial is not None and action in ("allow", "none"):
+                entries[agent]["missing"].append(key)
+            else:  # a key added to the target would not decide: a later layer's does
+                entries[agent]["heldBack"].append({"key": key, "decision": action, "by": by,
+                                                   "from": _source(view, path, table, by), "why": "layer"})
+    top = entries.pop(None)
+    result.missing, result.held_back = top["missing"], top["heldBack"]
+    result.agents = list(entries.values())
+    return result
 
 
 def parse(path: Path, raw: bytes | None) -> dict[str, Any]:
-    """The config object of ``raw`` (the bytes of ``path``; None or blank: empty).
+    """The object of ``raw`` (the bytes of ``path``; None or blank: empty) as plain JSON, the
+    form ``apply`` rewrites.
 
-    :raises ConfigFileError: ``malformed``: not UTF-8, not plain JSON (a config with comments,
-        JSONC, is refused, never rewritten), or not an object.
+    :raises ConfigFileError: ``malformed``: not UTF-8, not plain JSON (a config with comments
+        or trailing commas, JSONC, is read by ``check`` but never rewritten), or not an object.
     """
     if raw is None:
         return {}
@@ -218,68 +241,6 @@ def parse(path: Path, raw: bytes | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigFileError("malformed", f"{path} is not a JSON object")
     return data
-
-
-def load_config(path: Path, must_exist: bool = True) -> tuple[bytes | None, dict[str, Any]]:
-    """``(raw bytes, or None when absent; the parsed object)`` of the opencode config at ``path``.
-
-    :raises ConfigFileError: missing (when ``must_exist``), unreadable, or as :func:`parse`.
-    """
-    try:
-        raw = read_bytes(path)
-    except ConfigFileError as exc:
-        if exc.kind == "missing" and not must_exist:
-            return None, {}
-        raise
-    return raw, parse(path, raw)
-
-
-def check(path: Path, raw: bytes | None, data: dict[str, Any], tools: Iterable[ToolInfo], all_tools: bool = False) -> OpencodeCheck:
-    """Check the parsed config ``data`` (of ``path``; ``raw`` None: absent) for ``tools``.
-
-    :param all_tools: require every tool but the role-admin ones, not just the read-only ones.
-    """
-    tools = list(tools)
-    permission = data.get("permission")
-    required = sorted(tool_key(SERVER, t.name) for t in tools if not t.role_admin and (all_tools or t.is_read_only))
-    result = OpencodeCheck(path, raw is not None, required)
-    for tool in tools:
-        key = tool_key(SERVER, tool.name)
-        action, by = decide(permission, key)
-        result.tools.append({"tool": tool.name, "key": key, "decision": action, "by": by})
-        if tool.role_admin and action in ("allow", "none"):
-            result.role_admin_allowed.append(key)
-        if key not in required or action in ("allow", "none"):
-            continue
-        if not isinstance(permission, dict) or key in permission:  # the user's own key for it: never moved or changed
-            result.held_back.append({"key": key, "decision": action, "by": by})
-        else:
-            result.missing.append(key)
-    for table in agent_tables(path, data):
-        result.agents.append(_check_agent(table, tools, required, result))
-    return result
-
-
-def _check_agent(table: AgentTable, tools: list[ToolInfo], required: list[str], result: OpencodeCheck) -> dict[str, Any]:
-    """One agent's verdict: only a key of its own table can make a tool ask there (with none
-    matching, it follows the top level, checked already)."""
-    entry: dict[str, Any] = {"agent": table.name, "file": str(table.file) if table.file else None, "missing": [], "heldBack": []}
-    for tool, row in zip(tools, result.tools, strict=True):
-        key = row["key"]
-        action, by = decide(table.permission, key)
-        if action == "none":
-            continue
-        row.setdefault("agents", {})[table.name] = action
-        if tool.role_admin and action == "allow":
-            result.role_admin_allowed.append(f"{key} (agent {table.name})")
-        if key not in required or action == "allow":
-            continue
-        in_file = table.file is not None and (not isinstance(table.from_file, dict) or by in table.from_file)
-        if in_file or not isinstance(table.permission, dict) or key in table.permission:
-            entry["heldBack"].append({"key": key, "decision": action, "by": by, "file": str(table.file) if in_file else None})
-        else:
-            entry["missing"].append(key)
-    return entry
 
 
 def plan(path: Path, raw: bytes | None, keys: list[str], agent_keys: Mapping[str, list[str]] | None = None) -> tuple[str, str]:

@@ -6,7 +6,8 @@ Hooks:
 * ``agent_link_register_commands``: the ``approvals`` CLI group;
 * ``agent_link_health``: the ``approvals`` section: for each host whose config is found (the
   real ``$CODEX_HOME/config.toml``; the Claude Code user settings plus the current folder's
-  project and local settings), whether the read-only tools run without asking and the
+  project and local settings; opencode's config layers for the current folder,
+  :mod:`agent_link_approvals.opencode_layers`), whether the read-only tools run without asking and the
   command that fixes it. The tools come from this process's registry (no server is started).
 """
 
@@ -69,7 +70,7 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     import shlex
     from pathlib import Path  # here, not at import: every command loads this plugin
 
-    from agent_link_approvals import claude, opencode, service
+    from agent_link_approvals import claude, opencode_layers, service
     from agent_link_approvals.manifests import read_claude_plugin, read_codex_plugin
     from agent_link_approvals.settings import CODEX_PLUGIN_ID, codex_config_path
     from agent_link_approvals.toollist import tools_of_app
@@ -88,9 +89,17 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
         out["claude"] = {"settings": str(user_settings), **_section(
             lambda: service.check_claude(claude.real_settings(env, Path.cwd()), tools_of_app(app, "claude"), cplugin),
             f"agent-link approvals apply --claude-settings {shlex.quote(str(user_settings))}")}
-    opencode_path = opencode.config_path(env)
-    if opencode_path.exists():
-        out["opencode"] = {"config": str(opencode_path), **_section(
-            lambda: service.check_opencode(opencode_path, tools_of_app(app, "opencode")),
-            f"agent-link approvals apply --opencode-config {shlex.quote(str(opencode_path))}")}
+    from agent_link_approvals.files import ConfigFileError
+
+    opencode_path = str(opencode_layers.config_path(env))
+    try:  # every layer opencode reads for a session in the current folder
+        layers = opencode_layers.real_layers(env, Path.cwd())
+    except ConfigFileError as exc:
+        out["opencode"] = {"config": opencode_path, "status": "unreadable", "message": exc.message, "fix": None}
+    else:
+        if any(layer.data is not None for layer in layers):
+            target = service.opencode_target(layers, opencode_layers.config_path(env)) or 0
+            out["opencode"] = {"config": opencode_path, **_section(
+                lambda: service.check_opencode(layers, target, tools_of_app(app, "opencode"), env=env),
+                "agent-link approvals apply --real-opencode")}
     return "approvals", out

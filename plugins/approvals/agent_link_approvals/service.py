@@ -6,13 +6,14 @@ from the manifests, and returns a report dict (the ``--json`` form) plus what th
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_link_approvals import claude, codex, opencode
+from agent_link_approvals import claude, codex, opencode, opencode_layers
 from agent_link_approvals.files import ConfigFileError, Update, read_bytes, unified_diff, update_file
 from agent_link_approvals.manifests import HostPlugin
 from agent_link_approvals.toollist import ToolInfo
@@ -196,32 +197,59 @@ class OpencodeOutcome:
     result: opencode.OpencodeCheck
 
 
-def check_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False, missing_ok: bool = False) -> OpencodeOutcome:
-    """Check the opencode config at ``path`` (:mod:`agent_link_approvals.opencode`).
+def opencode_file(path: Path, env: Mapping[str, str], *, must_exist: bool = True) -> list[opencode_layers.Layer]:
+    """``--opencode-config PATH``: that one file (layer 0) and the markdown agents of its folder.
 
-    :param missing_ok: a missing file counts as empty (every tool then runs unasked).
-    :raises ConfigFileError: missing (unless ``missing_ok``), unreadable or malformed.
+    :raises ConfigFileError: missing (when ``must_exist``), unreadable or malformed (JSONC is read).
     """
-    raw, data = opencode.load_config(path, must_exist=not missing_ok)
-    result = opencode.check(path, raw, data, tools, all_tools)
+    layer = opencode_layers.read_layer(path, "file", env)
+    if layer.data is None and must_exist:
+        raise ConfigFileError("missing", f"{path} does not exist")
+    return [layer, *opencode_layers.markdown_layers(path.parent)]
+
+
+def opencode_target(layers: list[opencode_layers.Layer], path: Path) -> int | None:
+    """The index of the config file ``path`` among ``layers`` (None: opencode does not read it)."""
+    want = os.path.realpath(path)
+    return next((i for i, layer in enumerate(layers)
+                 if layer.scope != "agent" and layer.path is not None and os.path.realpath(layer.path) == want), None)
+
+
+def check_opencode(layers: list[opencode_layers.Layer], target: int, tools: list[ToolInfo], *, all_tools: bool = False,
+                   env: Mapping[str, str] | None = None) -> OpencodeOutcome:
+    """Check the opencode config merged from ``layers`` (``apply`` would write ``layers[target]``;
+    ``env`` gives ``OPENCODE_PERMISSION``; see :mod:`agent_link_approvals.opencode`)."""
+    result = opencode.check(layers, tools, all_tools, target=target, env=env)
     return OpencodeOutcome(result.to_dict(), result.complete, result)
 
 
-def apply_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False, dry_run: bool = False) -> OpencodeOutcome:
+def apply_opencode(layers: list[opencode_layers.Layer], target: int, tools: list[ToolInfo], *, all_tools: bool = False,
+                   dry_run: bool = False, env: Mapping[str, str] | None = None) -> OpencodeOutcome:
     """Add ``"<server>_<tool>": "allow"`` at the end of ``permission`` (or of an agent's
-    ``agent.<name>.permission``) for each tool a wildcard key of that table makes ask or deny,
-    in the opencode config at ``path`` (created when absent); keys the
-    user set for a tool itself are reported, never changed. Planned on the file's content at
-    the moment of writing, as for :func:`apply_codex`.
+    ``agent.<name>.permission``) of the one file ``layers[target]`` (created when absent) for
+    each tool a wildcard key makes ask or deny, where that key then decides (a later layer's
+    matching key would still win: that tool is reported, held back, naming the layer); keys
+    the user set for a tool itself are reported, never changed. Planned on the file's content
+    at the moment of writing, as for :func:`apply_codex`.
 
-    :raises ConfigFileError: unreadable or malformed file (JSONC, or ``permission`` of another shape).
+    :raises ConfigFileError: unreadable or malformed file (JSONC is never rewritten), or
+        ``permission`` of another shape.
     :raises ChangedWhileApplying: the file kept changing under us (our change not written).
     :raises OSError: the file could not be written (the original is untouched).
     """
+    path = layers[target].path
+    assert path is not None
+    env = env or {}
     planned: dict[str, Any] = {}
 
+    def with_bytes(raw: bytes | None) -> list[opencode_layers.Layer]:
+        new = opencode_layers.layer_of(layers[target], raw, os.environ)
+        return [dataclasses.replace(layer, data=new.data, raw=new.raw) if layer.source == new.source and layer.scope != "agent"
+                else layer for layer in layers]
+
     def plan(raw: bytes | None) -> bytes | None:
-        checked = opencode.check(path, raw, opencode.parse(path, raw), tools, all_tools)
+        opencode.parse(path, raw)  # plain JSON only: a JSONC file is refused, never rewritten
+        checked = opencode.check(with_bytes(raw), tools, all_tools, target=target, env=env)
         keys, agent_keys = checked.missing, checked.agent_missing()
         change = bool(keys or agent_keys)
         old_text, new_text = opencode.plan(path, raw, keys, agent_keys) if change else ("", "")
@@ -234,10 +262,9 @@ def apply_opencode(path: Path, tools: list[ToolInfo], *, all_tools: bool = False
         done = Update(None, False, None, 1)
     else:
         done = update_file(path, plan)
-    keys = planned["keys"]
-    result = opencode.check(path, planned["raw"], opencode.parse(path, planned["raw"]), tools, all_tools)
+    result = opencode.check(with_bytes(planned["raw"]), tools, all_tools, target=target, env=env)
     report = result.to_dict()
-    report.update(added=list(keys), addedToAgents=planned["agent_keys"],
+    report.update(added=list(planned["keys"]), addedToAgents=planned["agent_keys"],
                   diff=unified_diff(path, planned["old"], planned["new"]) if planned["change"] else "",
                   dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None)
     return OpencodeOutcome(report, result.complete, result)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_link_approvals import opencode_layers
 from agent_link_approvals.toollist import ToolInfo
 from click.testing import CliRunner, Result
 
@@ -88,3 +89,17 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return put
+
+
+@pytest.fixture(autouse=True)
+def no_real_opencode_layers(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """opencode's global, home and managed folders in a scratch folder, and no ``OPENCODE_*``
+    variable: health and ``--real-opencode`` never read the machine's opencode config."""
+    root = tmp_path_factory.mktemp("opencode-layers")
+    for name in ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION",
+                 "OPENCODE_DISABLE_PROJECT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "xdg"))
+    monkeypatch.setenv("HOME", str(root / "home"))
+    monkeypatch.setattr(opencode_layers, "MANAGED_DIR", root / "managed")
+    return root

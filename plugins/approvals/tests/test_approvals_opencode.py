@@ -11,12 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_link_approvals import opencode
+from agent_link_approvals import opencode, opencode_layers, service
+from agent_link_approvals.opencode_layers import Layer
 from agent_link_approvals.toollist import ToolInfo
 from click.testing import Result
 
 Run = Callable[..., Result]
 READ_ONLY_KEYS = ["agent-link_agent_link_health", "agent-link_list_agents", "agent-link_wait_for_agent"]
+
+
+def check_data(path: Path, data: dict[str, Any] | None, tools: list[ToolInfo], **kw: Any) -> opencode.OpencodeCheck:
+    """``opencode.check`` of the one file ``path`` holding ``data`` (None: absent)."""
+    return opencode.check([Layer(str(path), path, "file", data)], tools, target=0, **kw)
 
 
 def as_json(result: Result) -> dict[str, Any]:
@@ -49,16 +55,18 @@ def test_tool_names_follow_opencodes_mcp_naming() -> None:
 
 def test_missing_held_back_and_role_admin(tools: list[ToolInfo], tmp_path: Path) -> None:
     data = {"permission": {"*": "ask", "agent-link_wait_for_agent": "deny", "agent-link_set_agent_role": "allow"}}
-    result = opencode.check(tmp_path / "opencode.json", b"{}", data, tools)
+    config = tmp_path / "opencode.json"
+    result = check_data(config, data, tools)
     assert result.required == READ_ONLY_KEYS
     assert result.missing == ["agent-link_agent_link_health", "agent-link_list_agents"]
-    assert result.held_back == [{"key": "agent-link_wait_for_agent", "decision": "deny", "by": "agent-link_wait_for_agent"}]
+    assert result.held_back == [{"key": "agent-link_wait_for_agent", "decision": "deny", "by": "agent-link_wait_for_agent",
+                                 "from": str(config), "why": "named"}]
     assert result.role_admin_allowed == ["agent-link_set_agent_role"] and not result.complete
     # no permission at all: opencode runs MCP tools unasked, so nothing is missing, and it warns of the role-admin tools
-    plain = opencode.check(tmp_path / "opencode.json", None, {}, tools, all_tools=True)
+    plain = check_data(config, None, tools, all_tools=True)
     assert plain.complete and plain.missing == [] and len(plain.role_admin_allowed) == 3
     # one action for every tool cannot be amended key by key
-    single = opencode.check(tmp_path / "opencode.json", b"{}", {"permission": "ask"}, tools)
+    single = check_data(config, {"permission": "ask"}, tools)
     assert [h["key"] for h in single.held_back] == READ_ONLY_KEYS and single.missing == []
 
 
@@ -94,7 +102,8 @@ def test_apply_never_changes_the_users_own_key_and_stays_incomplete(run: Run, fa
     applied = run("approvals", "apply", "--opencode-config", config, "--json")
     report = as_json(applied)["opencode"]
     assert applied.exit_code == 1 and not report["complete"]
-    assert report["heldBack"] == [{"key": "agent-link_list_agents", "decision": "ask", "by": "*"}]
+    assert report["heldBack"] == [{"key": "agent-link_list_agents", "decision": "ask", "by": "*", "from": str(config),
+                                   "why": "named"}]
     assert report["added"] == ["agent-link_agent_link_health", "agent-link_wait_for_agent"]
     assert json.loads(config.read_text())["permission"]["agent-link_list_agents"] == "ask"
     human = run("approvals", "check", "--opencode-config", config)
@@ -136,9 +145,12 @@ def test_health_checks_opencodes_config_when_there_is_one(run: Run, tmp_path: Pa
     section = as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]
     assert section["status"] == "incomplete" and "agent-link_list_agents" in section["missing"]
     assert section["heldBack"] == ["agent-link_wait_for_agent"]
-    assert section["fix"] == f"agent-link approvals apply --opencode-config {config}"
-    config.write_text("{ // mine\n}")
-    assert as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]["status"] == "unreadable"
+    assert section["fix"] == "agent-link approvals apply --real-opencode"
+    config.write_text("{ // mine\n \"permission\": {\"*\": \"ask\",},}")  # JSONC, as opencode reads it
+    assert as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]["status"] == "incomplete"
+    config.write_text("{ /* mine\n}")
+    section = as_json(run("health", "--json"))["sections"]["approvals"]["opencode"]
+    assert section["status"] == "unreadable" and str(config) in section["message"]
 
 
 # --- agents with a permission table of their own: their rules come after the top-level ones ---
@@ -158,7 +170,8 @@ AGENTS_CONFIG = {
 
 
 def test_an_agents_own_wildcard_decides_for_it_whatever_the_top_level_says(tools: list[ToolInfo], tmp_path: Path) -> None:
-    result = opencode.check(tmp_path / "opencode.json", b"{}", json.loads(json.dumps(AGENTS_CONFIG)), tools)
+    config = tmp_path / "opencode.json"
+    result = check_data(config, json.loads(json.dumps(AGENTS_CONFIG)), tools)
     assert result.missing == [] and result.held_back == []  # the top level allows every tool
     agents = {a["agent"]: a for a in result.agents}
     assert sorted(agents) == ["build", "mine", "one", "opener", "review"]  # disabled and table-less agents left out
@@ -166,7 +179,7 @@ def test_an_agents_own_wildcard_decides_for_it_whatever_the_top_level_says(tools
     assert agents["build"]["missing"] == [] and agents["build"]["heldBack"] == []
     assert agents["mine"]["missing"] == ["agent-link_agent_link_health", "agent-link_wait_for_agent"]
     assert agents["mine"]["heldBack"] == [{"key": "agent-link_list_agents", "decision": "deny",
-                                           "by": "agent-link_list_agents", "file": None}]
+                                           "by": "agent-link_list_agents", "from": str(config), "why": "named"}]
     assert [h["key"] for h in agents["one"]["heldBack"]] == READ_ONLY_KEYS and agents["one"]["missing"] == []
     assert not result.complete
     assert result.agent_missing() == {"review": READ_ONLY_KEYS, "mine": ["agent-link_agent_link_health", "agent-link_wait_for_agent"]}
@@ -219,30 +232,49 @@ def test_a_markdown_agents_table_is_merged_over_the_configs_and_never_rewritten(
     (folder / "agents").mkdir()
     (folder / "agents" / "broken.md").write_text("---\npermission: [unclosed\n---\n")  # opencode skips it too
     (folder / "agents" / "docs.md").write_text("---\ndescription: no permission here\n---\n")
+    strict = folder / "agent" / "strict.md"
+    strict.write_text("---\npermission:\n  \"*\": ask\n---\n")
+    lead = folder / "agent" / "team" / "lead.md"
     before = review.read_text()
 
-    result = opencode.check(config, b"{}", json.loads(config.read_text()), tools)
+    result = opencode.check(service.opencode_file(config, {}), tools, target=0)
     agents = {a["agent"]: a for a in result.agents}
-    assert sorted(agents) == ["docs", "review", "team/lead"]
-    # the file's "*" takes the config's place (before "*": allow's old spot) and decides: held back, naming the file
-    assert agents["review"]["file"] == str(review) and agents["review"]["missing"] == []
-    assert [(h["key"], h["by"], h["file"]) for h in agents["review"]["heldBack"]] == [(k, "*", str(review)) for k in READ_ONLY_KEYS]
-    assert [h["decision"] for h in agents["team/lead"]["heldBack"]] == ["deny"] * 3
-    assert agents["docs"]["missing"] == READ_ONLY_KEYS and agents["docs"]["file"] is None  # its file has no table
+    assert sorted(agents) == ["docs", "review", "strict", "team/lead"]
+    # the file's "*" takes the config's place (where "*": allow was), so a key added after it in the config decides
+    assert agents["review"]["missing"] == READ_ONLY_KEYS and agents["review"]["heldBack"] == []
+    assert [(h["decision"], h["from"], h["why"]) for h in agents["team/lead"]["heldBack"]] == [("deny", str(lead), "action")] * 3
+    # a markdown agent the config has no table for: apply writes the config only, so the file decides
+    assert [(h["key"], h["by"], h["from"], h["why"]) for h in agents["strict"]["heldBack"]] == [
+        (k, "*", str(strict), "layer") for k in READ_ONLY_KEYS]
+    assert agents["docs"]["missing"] == READ_ONLY_KEYS  # its file has no table: the config's decides
 
     applied = run("approvals", "apply", "--opencode-config", config, "--json")
     report = as_json(applied)["opencode"]
-    assert applied.exit_code == 1 and report["addedToAgents"] == {"docs": READ_ONLY_KEYS}
+    assert applied.exit_code == 1 and report["addedToAgents"] == {"review": READ_ONLY_KEYS, "docs": READ_ONLY_KEYS}
     assert review.read_text() == before
+    after = {a["agent"]: a for a in report["agents"]}
+    assert after["review"] == {"agent": "review", "missing": [], "heldBack": []}
     human = run("approvals", "check", "--opencode-config", config)
-    assert f"is ask for agent review ({review})" in human.stdout and "add \"agent-link_list_agents: allow\"" in human.stdout
+    assert "agent-link_list_agents is deny for agent team/lead" in human.stdout and str(lead) in human.stdout
+    assert (f'add "agent-link_list_agents": "allow" at the end of agent.strict.permission in {strict} by hand'
+            in human.stdout), human.stdout
 
 
-def test_merge_tables_keeps_the_configs_order_as_opencode_does() -> None:
-    merged = opencode.merge_tables({"a": "allow", "*": "allow", "n": {"x": "ask"}}, {"*": "ask", "n": {"y": "deny"}, "b": "deny"})
-    assert list(merged.items()) == [("a", "allow"), ("*", "ask"), ("n", {"x": "ask", "y": "deny"}), ("b", "deny")]
-    assert opencode.merge_tables({"*": "allow"}, "ask") == "ask" and opencode.merge_tables("ask", {"a": "allow"}) == {"a": "allow"}
-    assert opencode.front_matter("no front matter") is None and opencode.front_matter("---\n- a list\n---\n") is None
+def test_layers_merge_as_remedas_merge_deep_and_name_each_values_layer(tmp_path: Path) -> None:
+    a = Layer("a", None, "global", {"permission": {"a": "allow", "*": "allow", "n": {"x": "ask"}}, "agent": {"r": {"model": "m"}}})
+    b = Layer("b", None, "project", {"permission": {"*": "ask", "n": {"y": "deny"}, "b": "deny"}, "mode": {"r": {"permission": "ask"}}})
+    merged = opencode_layers.merge([a, Layer("absent", None, "global"), b], {"OPENCODE_PERMISSION": '{"a": "deny", "c": "ask"}'})
+    assert list(merged.data["permission"].items()) == [("a", "deny"), ("*", "ask"), ("n", {"x": "ask", "y": "deny"}),
+                                                        ("b", "deny"), ("c", "ask")]
+    assert [merged.source("permission", k) for k in ("a", "*", "b", "c")] == ["OPENCODE_PERMISSION", "b", "b", "OPENCODE_PERMISSION"]
+    assert merged.source("permission", "n", "x") == "a" and merged.source("permission", "n", "y") == "b"
+    # the config's mode entries become primary agents, merged over agent.<name>
+    assert merged.data["agent"]["r"] == {"model": "m", "permission": "ask", "mode": "primary"}
+    assert merged.source("agent", "r", "permission") == "b" and merged.source("agent", "r", "model") == "a"
+    # a non-object replaces an object, and the other way round
+    flip = opencode_layers.merge([b, Layer("c", None, "content", {"permission": "ask"}), a], {"OPENCODE_PERMISSION": "not json"})
+    assert flip.data["permission"] == a.data["permission"] and flip.source("permission", "b") is None  # type: ignore[index]
+    assert opencode_layers.front_matter("no front matter") is None and opencode_layers.front_matter("---\n- a list\n---\n") is None
 
 
 def test_an_edit_made_while_apply_writes_an_agents_keys_is_kept(run: Run, fake_tools: list[str], write: Callable[[str, str], Path],

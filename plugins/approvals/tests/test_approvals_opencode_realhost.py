@@ -17,6 +17,7 @@ A missing host binary fails these tests ("run `make hosts`"); they never skip.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -142,7 +143,7 @@ def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(t
     report = json.loads(applied.stdout)["opencode"]
     assert applied.returncode == 1 and "agent-link_list_agents" in report["added"], report  # the top level is fixed
     agents = {a["agent"]: a for a in report["agents"]}
-    assert ("agent-link_list_agents", str(strict)) in [(h["key"], h["file"]) for h in agents["mdstrict"]["heldBack"]]
+    assert ("agent-link_list_agents", str(strict), "layer") in [(h["key"], h["from"], h["why"]) for h in agents["mdstrict"]["heldBack"]]
     assert "agent-link_list_agents" not in [h["key"] for h in agents["mdopen"]["heldBack"]]
     data = json.loads(config.read_text())
 
@@ -156,3 +157,67 @@ def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(t
             status, asked, [turn_record(server, stub, s["id"]) for s in server.request("GET", "/session")])
         status, asked = tool_call_outcome(server, stub, "agent-link_list_agents", agent="mdopen")
         assert status == "completed" and asked == [], (status, asked)
+
+
+def test_opencode_merged_layers_match_opencode_debug_config(tmp_path: Path) -> None:
+    """A layered setup (two global files, one of them JSONC; a project JSONC file with a trailing
+    comma; a ``.opencode`` folder below it; ``OPENCODE_CONFIG_CONTENT``; a markdown agent):
+    agent-link's merged tables equal ``opencode debug config``'s, key order included, and
+    ``check --real-opencode`` decides each tool as the ruleset ``opencode debug agent`` prints
+    (the last matching rule), naming the layer of each deciding key."""
+    from agent_link_approvals import opencode, opencode_layers
+    from agent_link_testing.opencode_host import opencode_binary
+
+    root = tmp_path / "oc"
+    xdg = {name: root / "xdg" / name.split("_")[1].lower() for name in
+           ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")}
+    home, work = root / "home", root / "work"
+    for d in (home, *xdg.values()):
+        d.mkdir(parents=True)
+    (work / "sub" / ".opencode").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    folder = xdg["XDG_CONFIG_HOME"] / "opencode"
+    (folder / "agent").mkdir(parents=True)
+    (folder / "opencode.json").write_text(json.dumps({
+        "permission": {"agent-link_list_agents": "allow", "*": "allow", "agent-link_wait_for_agent": "ask"},
+        "agent": {"review": {"description": "reviews", "mode": "primary", "permission": {"*": "ask"}}}}, indent=2))
+    (folder / "opencode.jsonc").write_text('{\n  // the second global file\n  "permission": {"agent-link_wait_for_agent": "deny"},\n}\n')
+    (folder / "agent" / "mdask.md").write_text('---\ndescription: asks\nmode: primary\npermission:\n  "*": ask\n'
+                                               '  agent-link_agent_link_health: allow\n---\nYou ask.\n')
+    project = work / "opencode.jsonc"
+    project.write_text('{\n  /* the project */ "permission": {"*": "ask", "edit": "allow",},\n}\n')
+    below = work / "sub" / ".opencode" / "opencode.json"
+    below.write_text(json.dumps({"agent": {"review": {"permission": {"agent-link_list_agents": "allow"}}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE", "AGENT_LINK_", "XDG_"))
+           and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+    env.update({k: str(v) for k, v in xdg.items()}, HOME=str(home), OPENCODE_DISABLE_AUTOUPDATE="1",
+               OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
+               HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",  # nothing leaves the machine
+               OPENCODE_CONFIG_CONTENT=json.dumps({"permission": {"agent-link_agent_link_health": "allow"}}))
+    cwd = work / "sub"
+    ours = opencode_layers.merge(opencode_layers.real_layers(env, cwd), env)  # before opencode adds "$schema" to the files
+
+    def debug(*args: str) -> Any:
+        done = subprocess.run([str(opencode_binary()), "debug", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    theirs = debug("config")
+    assert list(theirs["permission"].items()) == list(ours.data["permission"].items())
+    for name in ("review", "mdask"):
+        assert list(theirs["agent"][name]["permission"].items()) == list(ours.data["agent"][name]["permission"].items()), name
+    assert ours.source("permission", "*") == str(project) and ours.source("permission", "agent-link_wait_for_agent") == str(folder / "opencode.jsonc")
+    assert ours.source("agent", "review", "permission", "agent-link_list_agents") == str(below)
+
+    checked = subprocess.run([AGENT_LINK, "approvals", "check", "--real-opencode", "--json"], cwd=cwd, env=env,
+                             capture_output=True, text=True, timeout=180)
+    report = json.loads(checked.stdout)["opencode"]
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    for agent in ("build", "review", "mdask"):
+        rules = debug("agent", agent)["permission"]
+        for row in report["tools"]:
+            last = [r["action"] for r in rules if opencode._matches(r["permission"], row["key"]) and opencode._matches(r["pattern"], "*")]
+            decision = row.get("agents", {}).get(agent, row["decision"])
+            assert (last[-1] if last else "ask") == ("allow" if decision == "none" else decision), (agent, row, rules)
+    rows = {row["key"]: row for row in report["tools"]}
+    assert rows["agent-link_list_agents"]["from"] == str(project) and rows["agent-link_agent_link_health"]["from"] == "OPENCODE_CONFIG_CONTENT"

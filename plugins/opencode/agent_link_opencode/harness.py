@@ -82,8 +82,11 @@ class OpencodeHarness(Harness):
     source_kinds = ("server",)
     #: added to every call of agent-link's tools by agent-link's opencode plugin (:mod:`agent_link_opencode.proof`)
     caller_arguments = ("_agentLinkCaller",)
-    #: opencode's config file, which install and health read (agent_link_opencode.install)
-    env_variables = ("OPENCODE_CONFIG", "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME")
+    #: opencode's config file, which install and health read (agent_link_opencode.install), and the
+    #: other variables of opencode's config layers, which the approvals health section judges
+    #: (agent_link_approvals.opencode_layers)
+    env_variables = ("OPENCODE_CONFIG", "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME", "OPENCODE_CONFIG_DIR",
+                     "OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION", "OPENCODE_DISABLE_PROJECT_CONFIG")
     send_result_fields = {"opencodeUserMessageId": {
         "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
 
