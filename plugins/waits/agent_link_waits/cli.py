@@ -76,7 +76,7 @@ def add_wait_option(cli: click.Group) -> None:
         core.callback(ctx, then=SendWait(60000 if timeout_ms is None else timeout_ms) if wait_reply else None, **values)
 
     callback = click.pass_context(Command(send, core.params, core.sender).run)
-    callback.__agent_link_sender_options__ = True  # type: ignore[attr-defined]
+    callback.__agent_link_sender_options__ = core.sender  # type: ignore[attr-defined]
     command.callback = callback
 
 
