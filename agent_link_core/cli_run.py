@@ -1,5 +1,5 @@
 """What the ``agent-link`` commands share, without click: the App of an invocation, one-line
-errors, output, showing and waiting for messages, and the fast path (:func:`run_fast`) that runs
+errors, output, showing messages, and the fast path (:func:`run_fast`) that runs
 a core command declared as data (:func:`command`) without click; what it does not take as it
 stands goes to the click command built from the same declaration (:mod:`agent_link_core.cli`)."""
 
@@ -30,8 +30,6 @@ Exit codes:
   7  send --require-delivered: not delivered (accepted or queued)
   130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
 EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
-#: the outcomes of a wait that end without an answer (exit :data:`EXIT_TIMEOUT`); declined and done are answers
-NO_ANSWER = frozenset({"timeout", "expired", "unresolved"})
 JSON_FORMAT_VERSION = 1
 #: the core commands :func:`run_fast` runs: name -> ``"module:attribute"`` of a :class:`Command`
 FAST_COMMANDS = {
@@ -347,66 +345,10 @@ def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -
             echo("\n".join(message_lines(view, row["body"])))
 
 
-def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: str | None = None) -> dict[str, Any]:
-    """Wait for a resolution for the whole ``timeout_ms`` (ms), through the waits plugin (``agent_link_wait_for_reply``,
-    whose one wait stops at its cap): ``agent-link send --wait`` and the plugin's ``agent-link wait``.
-
-    :param stopped: the stderr line a Ctrl-C ends the wait with (exit 130); the wait then says what it waits for.
-    :raises AgentLinkError: what the wait refuses (a bad or unknown id); ``internal_error`` when the plugin failed.
-    """
-    import asyncio
-    import time
-
-    deadline = time.monotonic() + timeout_ms / 1000
-    try:
-        with asyncio.Runner() as runner:
-            if stopped:
-                echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)", err=True)
-            while True:
-                left = max(0, int((deadline - time.monotonic()) * 1000))
-                data = runner.run(app.hooks.wait_for_reply(caller, message_id, timeout_ms=left, mark=False))
-                if data is None:
-                    raise AgentLinkError("internal_error", f"Waiting for the answer to {message_id} failed.", {"messageId": message_id},
-                                         hint=f"`agent-link health` shows the waits plugin's problem; `agent-link status {message_id}` "
-                                              "follows the message.")
-                data["warnings"] = [w for w in data.get("warnings", []) if w.get("code") != "wait_capped"]
-                if not data["warnings"]:
-                    del data["warnings"]
-                if data["outcome"] != "timeout" or time.monotonic() >= deadline:
-                    data["waitedMs"] = timeout_ms - left + data["waitedMs"]
-                    if marks_reply(app, caller, data) and data["reply"].get("deliveredAt") is None:  # shown as it reads once marked, as an inbox read shows its messages
-                        data["reply"] = as_read(app, {"messages": [data["reply"]]}, [data["reply"]["id"]])["messages"][0]
-                    return data
-    except KeyboardInterrupt:
-        if stopped is None:
-            raise
-        echo(stopped, err=True)
-        sys.exit(130)
-
-
 def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
     """End a read whose output was written but not marked read (``undone`` says what stays unread): one line, exit 1."""
     first = exc.message[:1].lower() if exc.message[1:2].islower() else exc.message[:1]  # "The" -> "the"; "SQLite" stays
     fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
-
-
-def marks_reply(app: App, me: Any, data: dict[str, Any]) -> bool:
-    """Whether :func:`mark_reply` marks the reply of wait answer ``data``: a reply to ``me``, read as itself, where the state dir takes writes."""
-    from agent_link_core.identity import reads_own_mail
-
-    reply = data.get("reply")
-    return bool(reply) and reply.get("to") == me.address and app.read_only is None and reads_own_mail(app, me.address)
-
-
-def mark_reply(app: App, me: Any, data: dict[str, Any]) -> None:
-    """Mark delivered the reply a wait returned (once shown), unless reading as another agent."""
-    if data.get("reply") and app.read_only is not None:  # known before trying: the read stands, as an inbox read's
-        echo(f"warning: {app.read_only.message} The reply shown was not marked read.", err=True)
-    elif marks_reply(app, me, data):
-        try:
-            app.mailbox.mark_delivered(data["reply"]["id"], "wait")
-        except AgentLinkError as exc:
-            not_marked(exc, "the reply shown was not marked read (the next wait for it shows it again)")
 
 
 def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
@@ -438,14 +380,6 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
             left = data["remainingCount"]
             data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
     return data
-
-
-def print_wait(app: App, d: dict[str, Any], show_envelope: bool) -> None:
-    """Print a wait's answer (:func:`wait_all`) for people."""
-    when = f" (answered {d['resolution']['at']})" if d.get("resolution") else " (it came before the wait)" if d.get("arrivedBeforeWait") else ""
-    echo(f"{d['outcome']} after {d['waitedMs']} ms{when}")  # the answer may be older than the wait: said
-    if d.get("reply"):
-        print_messages(app, [d["reply"]], show_envelope)
 
 
 def message_text(text: str | None, path: str | None) -> str:

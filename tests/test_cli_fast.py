@@ -72,9 +72,7 @@ REFUSED = [
     ["status", "nope"], ["show", "01J00000000000000000000000"],
     ["reply", "{mid}", "x", "--decline", "--done"],
     ["reply", "{sent}", "not mine"],
-    ["send", "", "hi"], ["send", "test:carol", "hi", "--anticipation", "fyi", "--wait"],
-    ["send", "test:carol", "hi", "--wait"],  # no plugin waits (plugins/waits): a usage error
-    ["send", "test:carol", "hi", "--from", " "], ["send", "bad address!", "hi"],
+    ["send", "", "hi"], ["send", "test:carol", "hi", "--from", " "], ["send", "bad address!", "hi"],
     ["send", "test:carol", "hi", "--reply-by", "tomorrow"],
 ]
 LEFT_TO_CLICK = [
@@ -83,6 +81,7 @@ LEFT_TO_CLICK = [
     ["send", "test:carol", "hi", "--retry-backoff", "nan"], ["send", "test:carol", "hi", "--anticipation", "maybe"],
     ["send", "test:carol", "--file", "."], ["reply"], ["status", "-x"],
     ["show", "--thread", "{mid}"],  # the conversations plugin's option (click's path, which loads the plugins)
+    ["send", "test:carol", "hi", "--wait"], ["send", "test:carol", "hi", "--timeout-ms", "5"],  # the waits plugin's (plugins/waits)
 ]
 
 

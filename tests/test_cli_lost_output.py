@@ -1,5 +1,5 @@
 """A read whose output never reached its reader marks nothing (issue 29): ``agent-link inbox``
-and ``wait`` (and ``send --wait``) print first and mark the mail they showed read only once the
+(and ``wait``, ``send --wait``: plugins/waits/tests) prints first and marks the mail it showed read only once the
 output was written. Output to a full device or a closed pipe is one stderr line and exit 1,
 never a traceback, and the mail stays unread for the next read."""
 
@@ -54,19 +54,6 @@ def test_a_closed_pipe_marks_nothing_either() -> None:
     assert proc.wait(RUN_BOUND_S) == 1 and "Traceback" not in err
     assert said_text(err) == "agent-link: could not write the output (Broken pipe); nothing was marked read.\n"
     assert delivery_of(mid, "team:alice") == "queued"
-
-
-@pytest.mark.installed_plugins("waits")
-def test_a_waited_reply_that_could_not_be_written_stays_unread() -> None:
-    asked = sent_id("team:bob", "ready?", "--from", "team:alice", "--anticipation", "reply")
-    answered = run_core("reply", asked, "yes", "--from", "team:bob", "--json")
-    assert answered.returncode == 0, answered.stderr
-    reply_id = json.loads(answered.stdout)["messageId"]
-    lost_one_line(to_full("wait", asked, "--from", "team:alice", "--timeout-ms", "0"), "the reply stays unread")
-    assert delivery_of(reply_id, "team:bob") == "queued"
-    shown = run_core("wait", asked, "--from", "team:alice", "--timeout-ms", "0", "--json")
-    assert shown.returncode == 0 and json.loads(shown.stdout)["reply"]["id"] == reply_id
-    assert delivery_of(reply_id, "team:bob") == "delivered"
 
 
 def test_other_commands_say_one_line_too() -> None:

@@ -1,5 +1,5 @@
 """The people-and-scripts CLI and its typed API: send outcomes, idempotency, retries, reply,
-status, wait (sessions, contacts, who, find: plugins/listings/tests)."""
+status (wait: plugins/waits/tests; sessions, contacts, who, find: plugins/listings/tests)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,6 @@ def test_unknown_is_not_resent_without_retry_unknown(harness: ScriptedHarness) -
 
 
 def test_only_pre_acceptance_failures_are_retried(harness: ScriptedHarness) -> None:
-    assert run("send", "sx:ok", "a", "--wait", "--anticipation", "fyi", "--from", "team:me").exit_code == 2
     no_retry = out_json(run("send", "sx:busy", "a", "--from", "team:me", "--json"))
     assert no_retry["outcome"] == "queued" and no_retry["attempts"] == 1
     harness.busy_left = 2
@@ -166,48 +165,6 @@ def test_reply_status_wait_round_trip(harness: ScriptedHarness) -> None:
     done = out_json(run("send", "sx:quiet", "do it", "--anticipation", "action", "--from", "team:me", "--json"))
     quietly = run("reply", done["messageId"], "--done", "--from", "sx:quiet")
     assert quietly.stdout == f"done: {done['messageId']} (done); no reply message sent\n", quietly.stdout
-
-
-@pytest.mark.installed_plugins("waits")
-def test_wait_on_an_fyi_message_says_first_that_no_answer_is_expected(harness: ScriptedHarness) -> None:
-    mid = out_json(run("send", "sx:quiet", "fyi only", "--from", "team:me", "--json"))["messageId"]
-    waited = run("wait", mid, "--from", "team:me", "--timeout-ms", "100")
-    assert waited.exit_code == cli_mod.EXIT_TIMEOUT
-    note = f"note: {mid} was sent as fyi: its recipient is not asked to answer, so a wait on it usually times out."
-    assert waited.stderr.splitlines()[0] == note  # before the wait runs, not after
-    assert [w["code"] for w in out_json(run("wait", mid, "--from", "team:me", "--timeout-ms", "0", "--json"))["warnings"]] == [
-        "no_answer_expected"]
-    asked = out_json(run("send", "sx:quiet", "a question", "--anticipation", "reply", "--from", "team:me", "--json"))["messageId"]
-    assert "note:" not in run("wait", asked, "--from", "team:me", "--timeout-ms", "100").stderr
-
-
-@pytest.mark.installed_plugins("waits")
-def test_a_wait_that_ends_without_an_answer_exits_6_whatever_ended_it(harness: ScriptedHarness) -> None:
-    """A message that went unresolved (or expired) ends the wait without an answer: exit 6, as a timeout does,
-    so `agent-link wait ID && use_the_answer` never takes it for one; a decline is an answer (exit 0)."""
-    asked = out_json(run("send", "sx:ok", "q?", "--anticipation", "reply", "--from", "team:me", "--json"))["messageId"]
-    app = App.create()
-    try:  # delivered an hour ago, and never answered
-        with app.store.write() as conn:
-            conn.execute("UPDATE messages SET sent_at = sent_at - 3600000, first_delivered_at = first_delivered_at - 3600000"
-                         " WHERE id = ?", (asked,))
-    finally:
-        app.close()
-    no_reminders = {"AGENT_LINK_REMINDER_LIMIT": "0"}
-    waited = run("wait", asked, "--from", "team:me", "--timeout-ms", "1000", "--json", env=no_reminders)
-    assert waited.exit_code == cli_mod.EXIT_TIMEOUT and out_json(waited)["outcome"] == "unresolved"
-    alone = run("send", "sx:quiet", "no wait", "--from", "team:me", "--timeout-ms", "100")
-    assert alone.exit_code == 2 and "--timeout-ms needs --wait" in alone.stderr  # refused before anything is sent
-    app = App.create()
-    try:
-        assert app.store.conn.execute("SELECT count(*) FROM messages WHERE body = 'no wait'").fetchone()[0] == 0
-    finally:
-        app.close()
-    sent = run("send", "sx:quiet", "another q?", "--from", "team:me", "--wait", "--timeout-ms", "100", "--json")
-    assert sent.exit_code == cli_mod.EXIT_TIMEOUT and out_json(sent)["wait"]["outcome"] == "timeout"
-    declined = out_json(run("send", "sx:quiet", "do it", "--anticipation", "action", "--from", "team:me", "--json"))["messageId"]
-    assert run("reply", declined, "no time", "--decline", "--from", "sx:quiet").exit_code == 0
-    assert run("wait", declined, "--from", "team:me", "--timeout-ms", "100").exit_code == 0
 
 
 @pytest.mark.anyio

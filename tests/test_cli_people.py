@@ -3,7 +3,7 @@
 the real console script in a subprocess where the process itself is what is tested: signals,
 argument bytes, and a sample of each kind of exit): mistakes caught (typos, case,
 malformed input, CLI-worded errors, bodies from stdin and files), mail readable
-(terminal-safe human output, --all, waits that honour their timeout) and the script
+(terminal-safe human output, --all) and the script
 contract (exit codes, versioned JSON). The listings plugin's commands (sessions, who, find,
 contacts, watch): plugins/listings/tests."""
 
@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from agent_link_core.envelope import MAX_BODY_BYTES
-from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.cli_runner import AGENT_LINK, RUN_BOUND_S, core_process, installed_plugins, run_core
 from agent_link_testing.output import said_text
 
@@ -275,15 +274,7 @@ def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
     assert [m["id"] for m in everything["messages"]] == [mid] and everything["messages"][0]["status"] == "replied"
 
 
-@pytest.mark.installed_plugins("waits")
-def test_wait_and_send_wait_time_out_with_their_own_exit_code() -> None:
-    mid = send_json("team:bob", "anyone?", "--from", "team:alice", "--anticipation", "reply")["messageId"]
-    waited = process("wait", mid, "--from", "team:alice", "--timeout-ms", "300", "--json")
-    assert waited.returncode == 6, waited.stderr
-    data = json.loads(waited.stdout)
-    assert data["outcome"] == "timeout" and data["waitedMs"] >= 300 and "warnings" not in data
-    sent = process("send", "team:bob", "anyone?", "--from", "team:alice", "--wait", "--timeout-ms", "300", "--json")
-    assert sent.returncode == 6 and json.loads(sent.stdout)["wait"]["outcome"] == "timeout"
+def test_require_delivered_has_its_own_exit_code() -> None:  # wait's and send --wait's: plugins/waits/tests
     undelivered = process("send", "team:bob", "x", "--from", "team:alice", "--require-delivered")
     assert undelivered.returncode == 7 and "not delivered (queued; --require-delivered)" in undelivered.stderr
 
@@ -351,59 +342,6 @@ def test_show_any_message_you_sent_or_received_even_read_ones() -> None:
     assert json.loads(line.stdout)["version"] == 1 and line.stdout.count("\n") == 1
     other = run("show", mid, "--from", "team:carol")
     assert other.returncode == 1 and "Traceback" not in other.stderr
-
-
-@pytest.mark.installed_plugins("waits")
-def test_interrupting_send_wait_still_says_what_was_sent(isolated_env: Path) -> None:
-    # a script of team:alice: --wait reads alice's mail, so the process must be alice
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": BUT_WAITS, "AGENT_LINK_ADDRESS": "team:alice"}
-    sender = subprocess.Popen([AGENT_LINK, "send", "team:bob", "waiting for you", "--from", "team:alice", "--wait",
-                               "--timeout-ms", "600000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
-                              preexec_fn=ctrl_c_works)
-    try:
-        assert sender.stderr is not None
-        said = sender.stderr.readline()  # the send is done and the wait begins
-        assert "waiting up to 600 s for the answer" in said, said
-        message_id = said.split(" answer to ", 1)[1].split()[0]
-        sender.send_signal(signal.SIGINT)
-        _, err = sender.communicate(timeout=RUN_BOUND_S)
-    finally:
-        if sender.poll() is None:
-            sender.kill()
-            sender.wait()
-    assert sender.returncode == 130 and f"{message_id} to team:bob (stopped waiting" in err and "Traceback" not in err, err
-    assert message_id in run("inbox", "--as", "team:bob", "--json").stdout
-
-
-@pytest.mark.installed_plugins("waits")
-def test_send_wait_says_the_send_once(isolated_env: Path) -> None:
-    """The wait's line on stderr names what it waits for; the send's own line comes once, on stdout."""
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": BUT_WAITS, "AGENT_LINK_ADDRESS": "team:alice"}
-    out = subprocess.run([AGENT_LINK, "send", "team:bob", "answer soon", "--from", "team:alice", "--wait", "--timeout-ms", "300"],
-                         capture_output=True, text=True, env=env, timeout=RUN_BOUND_S)
-    mid = out.stderr.split(" answer to ", 1)[1].split()[0]
-    assert f"queued: {mid} to team:bob" in out.stdout, out.stdout
-    assert "queued:" not in out.stderr and out.stdout.count(f"queued: {mid}") == 1, (out.stdout, out.stderr)
-
-
-@pytest.mark.installed_plugins("waits")
-def test_interrupting_wait_exits_130_and_says_how_to_wait_again(isolated_env: Path) -> None:
-    mid = send_json("team:bob", "answer me", "--from", "team:alice", "--anticipation", "reply")["messageId"]
-    env = {**os.environ, "AGENT_LINK_DISABLE_PLUGINS": BUT_WAITS, **named_address_env(("--from", "team:alice"))}
-    waiter = subprocess.Popen([AGENT_LINK, "wait", mid, "--from", "team:alice", "--timeout-ms", "600000"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, preexec_fn=ctrl_c_works)
-    try:
-        assert waiter.stderr is not None
-        said = waiter.stderr.readline()  # the id is known and the wait begins
-        assert f"waiting up to 600 s for the answer to {mid}" in said, said
-        waiter.send_signal(signal.SIGINT)
-        out, err = waiter.communicate(timeout=RUN_BOUND_S)
-    finally:
-        if waiter.poll() is None:
-            waiter.kill()
-            waiter.wait()
-    assert waiter.returncode == 130 and "Aborted" not in err and "Traceback" not in err, err
-    assert f"stopped waiting for {mid}; `agent-link wait {mid}` waits again" in err and out == ""
 
 
 @pytest.mark.installed_plugins("waits")

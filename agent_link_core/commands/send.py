@@ -1,5 +1,5 @@
 """``agent-link send``: send a message with one honest outcome (:func:`send_reliably`, also
-called from Python), optionally waiting for its answer."""
+called from Python); a plugin's option may follow the send up (``then``: :func:`send`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import json
 import re
 import sys
 
-from agent_link_core.cli_run import (EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, NO_ANSWER, argument, command, echo, emit, fail,
-                                     get_app, mark_reply, message_text, option, print_wait, run_async, show_then_mark, usage_error,
-                                     wait_all, who_am_i)
+from agent_link_core.cli_run import (EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail, get_app,
+                                     message_text, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.addresses import MESSAGE_ID_WORDS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy import Struct, field
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     option("--ttl-ms", kind="whole", low=1, help="Give up pushing this long after the first attempt."),
     option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply."),
     option("--anticipation", kind="choice", choices=("reply", "action", "fyi")),
-    option("--wait", "wait_reply", flag=True, help="Wait for the recipient's resolution (implies reply)."),
-    option("--timeout-ms", kind="whole", low=0, high=600000, help="With --wait: how long to wait (default 60000, at most 600000)."),
     option("--retry-count", kind="whole", low=0, high=20, default=0, show_default=True),
     option("--retry-delay-ms", kind="whole", low=0, high=60000, default=500, show_default=True),
     option("--retry-backoff", kind="finite", low=1.0, high=10.0, default=2.0, show_default=True),
@@ -48,20 +45,21 @@ if TYPE_CHECKING:
            " text (for harnesses that support it)."),
     FROM, JSON, NDJSON)
 def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
-         reply_by: str | None, anticipation: str | None, wait_reply: bool, timeout_ms: int | None, retry_count: int,
+         reply_by: str | None, anticipation: str | None, retry_count: int,
          retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
          require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
-         envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
+         envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, then: Any = None, **named: Any) -> None:
     """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
     understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
 
     The outcome is exactly one of delivered, accepted (the host took it and shows it
     later; never pushed again), queued, rejected, unknown.
     """
+    # ``then``: a plugin option's part of the send (the waits plugin's --wait: SendWait in plugins/waits/agent_link_waits/cli.py,
+    # passed by its wrapper of this callback): anticipation(a) before the App opens, sent(app, me, result, data, target) once
+    # stored (adds to ``data``), show(data) after the send's lines, mark() once the output is written, ``unread`` if it is lost.
     from agent_link_core.cli_text import address_error, cli_words
 
-    if timeout_ms is not None and not wait_reply:  # refused before the text is read from stdin
-        usage_error("--timeout-ms needs --wait")
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
@@ -73,25 +71,20 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
         fail(problem)
     if reply_by is not None:
         parse_iso_ms(reply_by, "replyBy")  # the date's format is the first thing to get right
-    if wait_reply and anticipation == "fyi":
-        usage_error("--wait expects an answer; it cannot go with --anticipation fyi")
-    if anticipation is None and (reply_by is not None or wait_reply):
+    if then is not None:
+        anticipation = then.anticipation(anticipation)
+    if anticipation is None and reply_by is not None:
         anticipation = "reply"
     app = get_app(ctx)
-    if wait_reply and not app.hooks.waits():
-        usage_error("--wait needs a plugin that waits for answers: install agent-link-waits, or enable it (AGENT_LINK_DISABLE_PLUGINS)")
-    me = who_am_i(app, from_address, named, reading=wait_reply)  # --wait shows the answer: a read, checked before sending
+    me = who_am_i(app, from_address, named, reading=then is not None)  # --wait shows the answer: a read, checked before sending
     result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
                                      retry=RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
                                      require_known=require_known, correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
                                      envelope_format=None if envelope_format == "agent-link" else envelope_format),
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
-    if wait_reply and result.outcome in ("delivered", "accepted", "queued") and result.message_id:
-        # the send's own line comes once, with the answer; a Ctrl-C still says the sent message's id
-        data["wait"] = wait_all(app, me, result.message_id, 60000 if timeout_ms is None else timeout_ms,
-                                f"{result.outcome}: {result.message_id} to {data['to'] or target} (stopped waiting; "
-                                f"`agent-link wait {result.message_id}` waits again)")
+    if then is not None:
+        then.sent(app, me, result, data, target)
 
     def warn() -> None:  # on stderr, with --json too: scripts read stdout; people still see warnings
         for w in data.get("warnings", []):
@@ -104,17 +97,15 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
         if d.get("error"):
             echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
         warn()
-        if "wait" in d:
-            print_wait(app, d["wait"], False)
+        if then is not None:
+            then.show(d)
 
     if as_json or ndjson:
         warn()
     # when the output is lost, say what stands, so nobody resends blindly
     done = f"the message {data['messageId']} was {data['outcome']} all the same (`agent-link status {data['messageId']}`)" if data["messageId"] else "nothing was sent"
-    show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: mark_reply(app, me, data.get("wait") or {}),
-                   done + ("; the reply stays unread" if (data.get("wait") or {}).get("reply") else ""))
-    if "wait" in data and data["wait"]["outcome"] in NO_ANSWER:
-        sys.exit(EXIT_TIMEOUT)
+    show_then_mark(lambda: emit(data, as_json, human, ndjson), then.mark if then is not None else lambda: None,
+                   done + (then.unread if then is not None else ""))
     if require_delivered and result.outcome in ("accepted", "queued"):
         echo(f"agent-link send: not delivered ({result.outcome}; --require-delivered): the message stays sent, "
              f"`agent-link status {result.message_id}` follows it", err=True)

@@ -2,12 +2,12 @@
 
 Waiting for an answer: the ``wait_for_agent`` tool, ``message_agent``'s ``waitForReply`` and
 ``agent-link send --wait`` (through the core's ``agent_link_wait_for_reply``), the ``agent-link wait``
-command; and one path per message: a push or an inbox read in any process leaves alone what a running
+command and ``send``'s ``--wait`` option; and one path per message: a push or an inbox read in any process leaves alone what a running
 wait is about to return (``agent_link_held_messages``).
 
 * :mod:`agent_link_waits.waits`: :class:`~agent_link_waits.waits.Waits` (one per App: :func:`~agent_link_waits.waits.waits_of`),
   the ``active_waits`` table;
-* :mod:`agent_link_waits.tools`: the ``wait_for_agent`` tool; :mod:`agent_link_waits.cli`: ``agent-link wait``;
+* :mod:`agent_link_waits.tools`: the ``wait_for_agent`` tool; :mod:`agent_link_waits.cli`: ``agent-link wait``, ``send --wait``;
 * :mod:`agent_link_waits.plugin`: the hooks;
 * :mod:`agent_link_waits.wakeup`: :class:`~agent_link_waits.wakeup.Wakeup`, a waiter's wake-up on any process's commit
   (also the listings, machines and Claude plugins' waits).

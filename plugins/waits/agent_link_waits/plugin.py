@@ -1,8 +1,8 @@
 """Entry point of the agent-link waits plugin, registered under the ``agent_link`` group.
 
-Hooks: the ``active_waits`` table (schema) and the wait settings; the ``wait_for_agent`` tool and the
-``agent-link wait`` command; ``agent_link_wait_for_reply`` (``message_agent``'s ``waitForReply``, ``agent-link send
---wait``), whose wait ``agent_link_before_send`` notes before the question is stored; ``agent_link_held_messages``, asked
+Hooks: the ``active_waits`` table (schema) and the wait settings; the ``wait_for_agent`` tool, the
+``agent-link wait`` command and ``send``'s ``--wait``; ``agent_link_wait_for_reply`` (``message_agent``'s ``waitForReply``,
+``agent-link send --wait``), whose wait ``agent_link_before_send`` notes before the question is stored; ``agent_link_held_messages``, asked
 by every push and inbox read (answers before reading any message when nobody waits).
 """
 
@@ -50,7 +50,10 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 def agent_link_register_commands(cli: click.Group) -> None:
     from agent_link_core.contribute import command
 
+    from agent_link_waits.cli import add_wait_option
+
     cli.add_command(command("wait", "agent_link_waits.cli:wait_command", WAIT_HELP, sender=True))
+    add_wait_option(cli)
 
 
 @hookimpl
