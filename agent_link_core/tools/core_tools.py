@@ -57,12 +57,9 @@ MESSAGE_ID: dict[str, Any] = {
 
 
 def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str | None, dict[str, Any]]:
-    """The message id a send tool stores under, from its :data:`MESSAGE_ID` argument named ``path`` in the validated
-    ``args`` (the schema admitted only a ULID or a UUID).
-
-    :returns: ``(ULID or None, fingerprint)``; the fingerprint (``{"clientMessageId": uuid}`` for a UUID, else empty)
-        goes into the message's ``metadata["fingerprint"]``, which the idempotency comparison includes.
-    """
+    """The message id a send tool stores under, from its validated :data:`MESSAGE_ID` argument ``args[path]``:
+    ``(ULID or None, fingerprint)``; the fingerprint (``{"clientMessageId": uuid}`` for a UUID, else empty) goes into the
+    message's ``metadata["fingerprint"]``, which the idempotency comparison includes."""
     given = args.get(path)
     if given is None or is_ulid(given.upper()):
         return given and given.upper(), {}
@@ -70,9 +67,8 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
 
 
 def harness_declared(app: App | None, attribute: str) -> dict[str, Any]:
-    """What the App's harnesses declare in ``attribute`` (a :class:`~agent_link_core.harness.Harness` attribute: a dict, or
-    SendOptions), by name; the first harness (by name) declaring a name defines it. A plugin's tool a harness extends
-    (the waits plugin's ``wait_for_agent``: ``wait_result_fields``) reads its declarations here."""
+    """What the App's harnesses declare in ``attribute`` (a :class:`~agent_link_core.harness.Harness` dict, or SendOptions)
+    by name, the first harness (by name) declaring a name defining it (also for a plugin's tool, as ``wait_result_fields``)."""
     declared: dict[str, Any] = {}
     for _, harness in sorted((app.harnesses if app is not None else {}).items()):
         items = getattr(harness, attribute)
@@ -99,11 +95,8 @@ def core_specs(app: App | None) -> list[ToolSpec]:
 
 
 def check_send_declarations(harness: Any) -> None:
-    """Check a harness's send options and result fields (names, JSON schemas), which become part of ``message_agent``
-    when the tools are collected (``Hooks.tools``).
-
-    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
-    """
+    """Check a harness's send options and result fields, which become part of ``message_agent`` (``Hooks.tools``).
+    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema."""
     from jsonschema.exceptions import SchemaError
 
     base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
