@@ -1,4 +1,4 @@
-"""The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection (docs/behaviour.md §5).
+"""The host-neutral MCP tools: health, directory, messaging, inbox, status (docs/behaviour.md §5).
 Options only some harnesses understand are declared by them (:class:`~agent_link_core.harness.SendOption`); every handler
 is a :attr:`~agent_link_core.tools.registry.ToolSpec.handler`."""
 
@@ -304,16 +304,6 @@ async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict
     return out
 
 
-async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """The ``agent_link_mailbox_inspect`` tool's handler (see the module doc)."""
-    return app.inspect(
-        call.caller, scope=args.get("scope", "caller"), from_address=args.get("fromSessionId"),
-        to_address=args.get("toSessionId"), reply_to=args.get("replyToMessageId"), undelivered=args.get("undelivered", False),
-        pending_ack=args.get("pendingAck", False), since=args.get("since"), limit=args.get("limit", 50),
-        include_bodies=args.get("includeBodies", False),
-    )
-
-
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="agent_link_health",
@@ -402,20 +392,5 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                                          "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder",
                                          "deliveryNote")},
         handler=message_status, read_only=True,
-    ),
-    ToolSpec(
-        name="agent_link_mailbox_inspect",
-        title="Inspect the agent-link mailbox",
-        description="List messages you sent or received (newest first) with filters, for debugging delivery. Bodies only with includeBodies, inside envelopes.",
-        input_schema=closed_object({
-            "fromSessionId": {"type": "string", "maxLength": 1000}, "toSessionId": {"type": "string", "maxLength": 1000},
-            "replyToMessageId": ULID, "undelivered": BOOL, "pendingAck": BOOL,
-            "since": {"type": "string", "description": "ISO 8601 with a timezone."}, "limit": limit_arg(50, 500),
-            "scope": {"type": "string", "enum": ["caller", "all"], "default": "caller"}, "includeBodies": BOOL,
-        }),
-        output_fields={k: ANY for k in ("messages", "scope", "callerAddress", "note")},
-        handler=mailbox_inspect, read_only=True,
-        removed_forms={"since": ("number", "an ISO 8601 string with a timezone, such as 2026-01-01T00:00:00Z "
-                                           "(epoch milliseconds were removed in 0.6.0)")},
     ),
 )
