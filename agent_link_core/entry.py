@@ -1,11 +1,7 @@
-"""The ``agent-link`` console script.
-
-``agent-link hook ...`` is dispatched before anything heavy is imported: hosts run it on
-every prompt, so it must not pay for click, pluggy, mcp or pydantic. ``agent-link mcp`` starts
-the start-up front an installed distribution declares (:func:`agent_link_core.discovery.mcp_front`),
-if any, first for the same reason. Every command reads the installed plugins from the entry-point
-cache (:mod:`agent_link_core.discovery`); the hot ones (``inbox``, ``send``, ``reply``...) run
-without click when their arguments parse (:func:`agent_link_core.cli_run.run_fast`).
+"""The ``agent-link`` console script. ``agent-link hook`` (hosts run it on every prompt) is dispatched before click,
+pluggy, mcp or pydantic load; ``agent-link mcp`` starts a distribution's declared start-up front
+(:func:`agent_link_core.discovery.mcp_front`) first for the same reason; the hot commands run without click when their
+arguments parse (:func:`agent_link_core.cli_run.run_fast`). Plugins come from the entry-point cache (:mod:`agent_link_core.discovery`).
 """
 
 import os

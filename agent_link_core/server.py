@@ -192,7 +192,7 @@ async def serve_unavailable(error: AgentLinkError) -> None:
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         known = any(d.name == params.name for d in definitions)
-        return to_call_result({"ok": False, "error": error.to_dict()} if known else unknown_tool(params.name))
+        return to_call_result({"ok": False, "error": error.to_dict()} if known else unknown_tool(params.name, {}, ()))
 
     server: Server[Any] = Server("agent-link", version=__version__, instructions=INSTRUCTIONS,
                                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)

@@ -43,7 +43,7 @@ def test_every_argument_naming_an_agent_is_bounded(isolated_env: Path) -> None:
     ("wait_for_agent", {"agent": "a" * 100_000, "timeoutMs": 10}, "agent"),
     ("agent_link_mailbox_inspect", {"fromSessionId": "s" * 100_000}, "fromSessionId"),
 ])
-@pytest.mark.installed_plugins("waits")
+@pytest.mark.installed_plugins("waits", "conversations")
 async def test_a_runaway_agent_name_is_refused_not_echoed(tool: str, arguments: dict[str, object], field: str) -> None:
     env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_DISABLE_PLUGINS": "codex claude"}
     async with agent_link_mcp(env) as client:

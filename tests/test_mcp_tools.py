@@ -1,5 +1,7 @@
-"""The host-neutral MCP tools through a real MCP client session over stdio: the core's eight and the waits plugin's
-``wait_for_agent`` (plugins/waits), with which ``message_agent``'s ``waitForReply`` waits.
+"""The host-neutral MCP tools through a real MCP client session over stdio: the core's seven, the waits plugin's
+``wait_for_agent`` (plugins/waits), with which ``message_agent``'s ``waitForReply`` waits, and the conversations
+plugin's two (plugins/conversations: ``agent_link_mailbox_inspect``, which these tests read the mailbox with, has its
+own tests there).
 
 Every test starts real ``agent-link mcp`` subprocesses (``python -m agent_link_core mcp``) and
 talks to them with the MCP Python SDK's client (:func:`agent_link_mcp`). Identities come from
@@ -8,8 +10,8 @@ per-test state dir of the root conftest's ``isolated_env`` fixture, so they exch
 exactly as separate agent sessions on one machine would.
 
 These are the core's contract tests (docs/behaviour.md §3, §4, §5.2,
-§8, §10), so every installed ``agent_link`` plugin but waits is disabled through
-``AGENT_LINK_DISABLE_PLUGINS``: the tool set is then exactly those nine, whatever the
+§8, §10), so every installed ``agent_link`` plugin but waits and conversations is disabled through
+``AGENT_LINK_DISABLE_PLUGINS``: the tool set is then exactly those ten, whatever the
 plugins grow into (each plugin tests its own tools).
 
 Every result seen is checked against the tool's declared ``outputSchema`` (successes and
@@ -50,18 +52,18 @@ from jsonschema import Draft202012Validator
 from agent_link_core.errors import is_error_code
 from agent_link_testing.mcp_client import AgentLinkClient, RawMcpClient, agent_link_mcp, raw_mcp_server
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90), pytest.mark.installed_plugins("waits")]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90), pytest.mark.installed_plugins("waits", "conversations")]
 
 # -- the contract ------------------------------------------------------------------------
 
 RO_TOOLS = {
     "agent_link_health", "list_agents", "resolve_agent", "wait_for_agent",
-    "get_agent_link_message_status", "agent_link_mailbox_inspect",
+    "get_agent_link_message_status", "agent_link_mailbox_inspect", "get_agent_link_conversation",
 }
 WRITE_TOOLS = {"message_agent", "read_agent_link_inbox", "reply_agent_link_message"}
 TOOLS = RO_TOOLS | WRITE_TOOLS
 
-ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name != "waits"))
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name not in ("waits", "conversations")))
 UNKNOWN_ULID = "01HZY8D3J5Q7K9M2N4P6R8T0VW"
 MAX_BODY = 64 * 1024
 
@@ -76,6 +78,7 @@ MINIMAL_ARGS: dict[str, dict[str, Any]] = {
     "reply_agent_link_message": {"messageId": UNKNOWN_ULID},
     "get_agent_link_message_status": {"messageId": UNKNOWN_ULID},
     "agent_link_mailbox_inspect": {},
+    "get_agent_link_conversation": {"messageId": UNKNOWN_ULID},
 }
 
 # What a result of a name tools/list does not know may look like (unknown_tool).
@@ -289,7 +292,7 @@ async def test_tools_list_schemas_and_annotations(isolated_env: Path) -> None:
                                       "writable": True}
         assert health["database"]["integrity"] == "ok"
         assert sorted(health["plugins"]["blocked"]) == sorted(ALL_PLUGINS.split())
-        assert health["plugins"]["loaded"] == ["waits"] and "callerContext" not in health
+        assert sorted(health["plugins"]["loaded"]) == ["conversations", "waits"] and "callerContext" not in health
         with anyio.fail_after(CALL_BOUND_S):
             health = await alice.client.call("agent_link_health", {"includeCallerContext": True}, meta={"callerThreadId": "t-1"})
         assert health["callerContext"] == {"meta": {"callerThreadId": "t-1"}, "source": "config"}
@@ -325,7 +328,7 @@ async def test_argument_validation_rules() -> None:
         [row] = (await alice.ok("agent_link_mailbox_inspect"))["messages"]
         assert row["id"] == m0 and row["delivery"] == "queued", row  # nothing sent, nothing marked
         for name, args in MINIMAL_ARGS.items():  # the minimal arguments alone pass validation
-            if name in ("reply_agent_link_message", "get_agent_link_message_status"):
+            if name in ("reply_agent_link_message", "get_agent_link_message_status", "get_agent_link_conversation"):
                 await alice.fail(name, args, "not_found")
             elif name != "message_agent":
                 await alice.ok(name, args)
@@ -337,7 +340,6 @@ async def test_argument_validation_rules() -> None:
             ("resolve_agent", {"query": "x", "limit": 51}, "limit", "maximum"),
             ("read_agent_link_inbox", {"limit": 0}, "limit", "minimum"),
             ("read_agent_link_inbox", {"limit": 101}, "limit", "maximum"),
-            ("agent_link_mailbox_inspect", {"limit": 501}, "limit", "maximum"),
             ("wait_for_agent", {"agent": "test:bob", "timeoutMs": 600001}, "timeoutMs", "maximum"),
             ("wait_for_agent", {"agent": "test:bob", "timeoutMs": -1}, "timeoutMs", "minimum"),
             ("wait_for_agent", {"agent": "test:bob", "timeoutMs": 0, "pollIntervalMs": 249}, "pollIntervalMs", "minimum"),
@@ -348,7 +350,6 @@ async def test_argument_validation_rules() -> None:
             await alice.invalid(name, args, path, rule)
         assert (await alice.ok("list_agents", {"limit": 200}))["sessions"] == []  # no harness, no plugin listing plain addresses
         assert (await alice.ok("read_agent_link_inbox", {"limit": 100, "markAsDelivered": False}))["markedDelivered"] == []
-        await alice.ok("agent_link_mailbox_inspect", {"limit": 500})
         await alice.ok("resolve_agent", {"query": "x", "limit": 50})
         waited = await alice.ok("wait_for_agent", {"agent": "test:bob", "timeoutMs": 0, "pollIntervalMs": 250})
         assert waited["outcome"] == "timeout" and waited["timedOut"] is True
@@ -489,11 +490,11 @@ async def test_message_agent_errors() -> None:
         assert len(rows) == 3 and all(r["to"] == "test:bob" for r in rows), rows
 
 
-@pytest.mark.installed_plugins("waits")
+@pytest.mark.installed_plugins("waits", "conversations")
 async def test_reply_status_wait_inbox_inspect_errors() -> None:
     async with peers(
-        "test:alice", "test:bob", "test:carol", None, ("test:auditor", {"AGENT_LINK_INSPECT_ALL": "1"}),
-    ) as (alice, bob, carol, anon, auditor):
+        "test:alice", "test:bob", "test:carol", None,
+    ) as (alice, bob, carol, anon):
         m1 = (await alice.send("test:bob", "question one", anticipation="reply"))["messageId"]
         m2 = (await alice.send("test:bob", "question two", anticipation="action"))["messageId"]
         c1 = (await carol.send("test:bob", "carol to bob"))["messageId"]
@@ -578,29 +579,6 @@ async def test_reply_status_wait_inbox_inspect_errors() -> None:
         await alice.fail("wait_for_agent", {"agent": "test:bob", "replyToMessageId": UNKNOWN_ULID, "timeoutMs": 0}, "not_found")
         await alice.fail("wait_for_agent", {"agent": "role:x", "timeoutMs": 0}, "not_found")
 
-        # agent_link_mailbox_inspect
-        error = await alice.fail("agent_link_mailbox_inspect", {"scope": "all"}, "permission_denied")
-        assert error["details"] == {"reason": "inspect_all_disabled"}
-        everything = await auditor.ok("agent_link_mailbox_inspect", {"scope": "all"})
-        ids = [m["id"] for m in everything["messages"]]
-        assert set(ids) == {m1, m2, c1, first["messageId"], x1["messageId"]} and ids[0] == x1["messageId"]  # newest first
-        assert "envelope" not in everything["messages"][0] and "body" not in everything["messages"][0]
-        mine = await auditor.ok("agent_link_mailbox_inspect")  # scope caller: the auditor has no mail
-        assert mine["messages"] == [] and mine["callerAddress"] == "test:auditor"
-        assert {m["id"] for m in (await alice.ok("agent_link_mailbox_inspect"))["messages"]} == {m1, m2, first["messageId"]}
-        from_carol = await auditor.ok("agent_link_mailbox_inspect", {"scope": "all", "fromSessionId": "test:carol", "includeBodies": True})
-        assert [m["id"] for m in from_carol["messages"]] == [c1] and "carol to bob" in from_carol["messages"][0]["envelope"]
-        for since in ("yesterday", "1700000000000", "2020-01-01T00:00:00"):
-            await alice.invalid("agent_link_mailbox_inspect", {"since": since}, "since")
-        for epoch in (1700000000000, 1.7e12):  # the removed form: the hint says what to give instead
-            error = await alice.invalid("agent_link_mailbox_inspect", {"since": epoch}, "since", "removed")
-            assert error["details"]["removed"][0]["argument"] == "since" and "ISO 8601" in error["details"]["removed"][0]["replacement"]
-            assert "since as a number was removed: give an ISO 8601 string" in error["hint"]
-        assert len((await alice.ok("agent_link_mailbox_inspect", {"since": "2000-01-01T00:00:00Z"}))["messages"]) == 3
-        assert (await alice.ok("agent_link_mailbox_inspect", {"since": "2999-01-01T00:00:00+00:00"}))["messages"] == []
-        nobody = await anon.ok("agent_link_mailbox_inspect")
-        assert nobody["messages"] == [] and nobody["callerAddress"] is None and nobody["note"]
-
 
 # -- 4. the message lifecycle end to end ------------------------------------------------
 
@@ -612,7 +590,7 @@ def envelope_attrs(envelope: str) -> dict[str, str]:
     return dict(re.findall(r'(\w+)="([^"]*)"', first))
 
 
-@pytest.mark.installed_plugins("waits")
+@pytest.mark.installed_plugins("waits", "conversations")
 async def test_full_reply_flow() -> None:
     async with peers("test:alice", "test:bob") as (alice, bob):
         sent = await alice.send("test:bob", "Ping <b>&</b> please", anticipation="reply")
@@ -680,7 +658,7 @@ async def test_full_reply_flow() -> None:
         assert (await bob.inbox())["messages"] == []  # m1 is resolved: no longer open for bob
 
 
-@pytest.mark.installed_plugins("waits")
+@pytest.mark.installed_plugins("waits", "conversations")
 async def test_wait_for_reply_and_other_resolutions() -> None:
     async with peers("test:alice", "test:bob") as (alice, bob):
 
@@ -803,7 +781,7 @@ def raw_call(request_id: int, arguments_json: bytes) -> bytes:
             + b',"method":"tools/call","params":{"name":"message_agent","arguments":' + arguments_json + b"}}")
 
 
-@pytest.mark.installed_plugins("waits")
+@pytest.mark.installed_plugins("waits", "conversations")
 async def test_body_escaping_through_the_real_path() -> None:
     async with peers("test:alice", "test:bob") as (alice, bob):
         sent = await alice.send("test:bob", HOSTILE, anticipation="reply")
@@ -900,7 +878,7 @@ async def test_require_known_refuses_a_plain_address_when_no_plugin_records_serv
         assert [m["to"] for m in (await alice.ok("agent_link_mailbox_inspect"))["messages"]] == ["team:bobb"]
 
 
-@pytest.mark.installed_plugins("waits")
+@pytest.mark.installed_plugins("waits", "conversations")
 async def test_lower_case_ids_work_in_every_tool() -> None:
     async with peers("team:alice", "team:bob") as (alice, bob):
         # Lower-case ids work in every tool.

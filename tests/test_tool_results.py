@@ -98,3 +98,23 @@ async def test_through_a_real_mcp_client_a_bad_result_is_an_error_object(site: P
             check_refusal(await client.call(tool), tool)
         health = await client.call("agent_link_health")
         assert {p["hook"] for p in health["plugins"]["problems"] if p["plugin"] == "faulty"} == {f"tool {t}" for t in BAD}
+
+
+def test_unknown_tool_names_a_listed_tool_that_reaches_the_others() -> None:
+    """A registered tool the server leaves out: ``unknown_tool`` says so and names the listed tool that reaches it
+    (``ToolSpec.reaches_unlisted``), or tools/list without one; a name nobody registered is no tool."""
+    from agent_link_core.tools.registry import ToolSpec, unknown_tool
+
+    async def handler(app: Any, args: dict[str, Any], call: Any) -> dict[str, Any]:
+        return {}
+
+    plain = ToolSpec("plain", "d", {"type": "object"}, {}, handler)
+    gateway = ToolSpec("gate", "d", {"type": "object"}, {}, handler, reaches_unlisted=True)
+    for listed, hint in (({"plain": plain}, "tools/list names those it offers"), ({"plain": plain, "gate": gateway}, "call it through gate")):
+        error = unknown_tool("hidden", listed, ("plain", "gate", "hidden"))["error"]
+        assert error["message"] == "'hidden' is installed but this server does not offer it."
+        assert error["details"] == {"name": "hidden", "listed": False}
+        assert error["hint"] == f"This server's tool list leaves it out; {hint}."
+    error = unknown_tool("nothing", {"gate": gateway}, ("gate",))["error"]
+    assert error == {"code": "unknown_tool", "message": "There is no tool named 'nothing'.", "details": {"name": "nothing"},
+                     "hint": "tools/list names the tools this server offers."}

@@ -1,4 +1,4 @@
-"""The host-neutral MCP tools: health, directory, messaging, inbox, status, inspection (docs/behaviour.md §5).
+"""The host-neutral MCP tools: health, directory, messaging, inbox, status (docs/behaviour.md §5).
 Options only some harnesses understand are declared by them (:class:`~agent_link_core.harness.SendOption`); every handler
 is a :attr:`~agent_link_core.tools.registry.ToolSpec.handler`."""
 
@@ -57,12 +57,9 @@ MESSAGE_ID: dict[str, Any] = {
 
 
 def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str | None, dict[str, Any]]:
-    """The message id a send tool stores under, from its :data:`MESSAGE_ID` argument named ``path`` in the validated
-    ``args`` (the schema admitted only a ULID or a UUID).
-
-    :returns: ``(ULID or None, fingerprint)``; the fingerprint (``{"clientMessageId": uuid}`` for a UUID, else empty)
-        goes into the message's ``metadata["fingerprint"]``, which the idempotency comparison includes.
-    """
+    """The message id a send tool stores under, from its validated :data:`MESSAGE_ID` argument ``args[path]``:
+    ``(ULID or None, fingerprint)``; the fingerprint (``{"clientMessageId": uuid}`` for a UUID, else empty) goes into the
+    message's ``metadata["fingerprint"]``, which the idempotency comparison includes."""
     given = args.get(path)
     if given is None or is_ulid(given.upper()):
         return given and given.upper(), {}
@@ -70,9 +67,8 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
 
 
 def harness_declared(app: App | None, attribute: str) -> dict[str, Any]:
-    """What the App's harnesses declare in ``attribute`` (a :class:`~agent_link_core.harness.Harness` attribute: a dict, or
-    SendOptions), by name; the first harness (by name) declaring a name defines it. A plugin's tool a harness extends
-    (the waits plugin's ``wait_for_agent``: ``wait_result_fields``) reads its declarations here."""
+    """What the App's harnesses declare in ``attribute`` (a :class:`~agent_link_core.harness.Harness` dict, or SendOptions)
+    by name, the first harness (by name) declaring a name defining it (also for a plugin's tool, as ``wait_result_fields``)."""
     declared: dict[str, Any] = {}
     for _, harness in sorted((app.harnesses if app is not None else {}).items()):
         items = getattr(harness, attribute, ())  # a plugin's own declaration (wait_result_fields) may be absent
@@ -99,11 +95,8 @@ def core_specs(app: App | None) -> list[ToolSpec]:
 
 
 def check_send_declarations(harness: Any) -> None:
-    """Check a harness's send options and result fields (names, JSON schemas), which become part of ``message_agent``
-    when the tools are collected (``Hooks.tools``).
-
-    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema.
-    """
+    """Check a harness's send options and result fields, which become part of ``message_agent`` (``Hooks.tools``).
+    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema."""
     from jsonschema.exceptions import SchemaError
 
     base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
@@ -310,16 +303,6 @@ async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict
     return out
 
 
-async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """The ``agent_link_mailbox_inspect`` tool's handler (see the module doc)."""
-    return app.inspect(
-        call.caller, scope=args.get("scope", "caller"), from_address=args.get("fromSessionId"),
-        to_address=args.get("toSessionId"), reply_to=args.get("replyToMessageId"), undelivered=args.get("undelivered", False),
-        pending_ack=args.get("pendingAck", False), since=args.get("since"), limit=args.get("limit", 50),
-        include_bodies=args.get("includeBodies", False),
-    )
-
-
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="agent_link_health",
@@ -408,20 +391,5 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
                                          "replyBy", "inReplyTo", "delivery", "deliveredAt", "status", "resolution", "reminders", "via", "holder",
                                          "deliveryNote")},
         handler=message_status, read_only=True,
-    ),
-    ToolSpec(
-        name="agent_link_mailbox_inspect",
-        title="Inspect the agent-link mailbox",
-        description="List messages you sent or received (newest first) with filters, for debugging delivery. Bodies only with includeBodies, inside envelopes.",
-        input_schema=closed_object({
-            "fromSessionId": {"type": "string", "maxLength": 1000}, "toSessionId": {"type": "string", "maxLength": 1000},
-            "replyToMessageId": ULID, "undelivered": BOOL, "pendingAck": BOOL,
-            "since": {"type": "string", "description": "ISO 8601 with a timezone."}, "limit": limit_arg(50, 500),
-            "scope": {"type": "string", "enum": ["caller", "all"], "default": "caller"}, "includeBodies": BOOL,
-        }),
-        output_fields={k: ANY for k in ("messages", "scope", "callerAddress", "note")},
-        handler=mailbox_inspect, read_only=True,
-        removed_forms={"since": ("number", "an ISO 8601 string with a timezone, such as 2026-01-01T00:00:00Z "
-                                           "(epoch milliseconds were removed in 0.6.0)")},
     ),
 )

@@ -73,6 +73,7 @@ class ToolSpec:
     :param removed: arguments removed in older versions ``{old: replacement}``.
     :param removed_forms: removed forms of a kept argument ``{argument: (JSON type of the form, what to give instead)}``,
         e.g. ``{"since": ("number", "an ISO 8601 string")}``: refused as a removed argument is.
+    :param reaches_unlisted: it calls the tools a server leaves out of ``tools/list``; ``unknown_tool`` answers name it.
     """
 
     name: str
@@ -86,6 +87,7 @@ class ToolSpec:
     removed: Mapping[str, str] = field(default_factory=dict)
     title: str | None = None
     removed_forms: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    reaches_unlisted: bool = False
 
     # the validators are made on first use (making one costs about as much as using it)
     @cached_property
@@ -428,12 +430,14 @@ def _withheld(app: App, spec: ToolSpec, plugin: str, found: list[dict[str, str]]
     }})
 
 
-def unknown_tool(name: str, listed: Collection[str] = (), registered: Collection[str] = ()) -> dict[str, Any]:
+def unknown_tool(name: str, listed: Mapping[str, ToolSpec], registered: Collection[str]) -> dict[str, Any]:
     """The result for calling tool ``name`` that this server does not list: nobody registered it, or it is among the
-    ``registered`` tools that the ``listed`` ones leave out (``agent_link_listed_tools``), which the answer says."""
-    if name in registered and name not in listed:
-        reach = "call it through agent_link_tools" if "agent_link_tools" in listed else "tools/list names those it offers"
-        return {"ok": False, "error": AgentLinkError("unknown_tool", f"{name!r} is installed but this server does not offer it.",
-                                                     {"name": name, "listed": False}, hint=f"This server's tool list leaves it out; {reach}.").to_dict()}
-    return {"ok": False, "error": AgentLinkError("unknown_tool", f"There is no tool named {name!r}.", {"name": name},
-                                                 hint="tools/list names the tools this server offers.").to_dict()}
+    ``registered`` tools that the ``listed`` ones leave out (``agent_link_listed_tools``), which the answer says, naming
+    a listed tool that reaches it (:attr:`ToolSpec.reaches_unlisted`)."""
+    if name not in registered or name in listed:
+        return {"ok": False, "error": AgentLinkError("unknown_tool", f"There is no tool named {name!r}.", {"name": name},
+                                                     hint="tools/list names the tools this server offers.").to_dict()}
+    gateway = next((spec.name for spec in listed.values() if spec.reaches_unlisted), None)
+    reach = f"call it through {gateway}" if gateway else "tools/list names those it offers"
+    return {"ok": False, "error": AgentLinkError("unknown_tool", f"{name!r} is installed but this server does not offer it.",
+                                                 {"name": name, "listed": False}, hint=f"This server's tool list leaves it out; {reach}.").to_dict()}

@@ -1,6 +1,6 @@
 """agent-link conversations plugin: the tree of messages joined by ``reply_to``
 (:mod:`agent_link_conversations.conversation`), by MCP tool (``get_agent_link_conversation``,
-:mod:`agent_link_conversations.tools`) and CLI (``agent-link show --thread``,
+:mod:`agent_link_conversations.tools`, which also holds the mailbox listing ``agent_link_mailbox_inspect``) and CLI (``agent-link show --thread``,
 :mod:`agent_link_conversations.thread_option`)."""
 
 #: the hooks each entry module implements, read without importing it (docs/plugins.md,

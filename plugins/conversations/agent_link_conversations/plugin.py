@@ -1,5 +1,5 @@
 """Entry point of the agent-link conversations plugin: the ``get_agent_link_conversation``
-tool (declared, imported when tools are listed) and ``--thread`` on the core's ``show``
+and ``agent_link_mailbox_inspect`` tools (declared, imported when tools are listed) and ``--thread`` on the core's ``show``
 (imported when click's path looks a command up, never by the fast path)."""
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ import pytest
 
 from agent_link_testing.mcp_client import AgentLinkClient, agent_link_mcp
 
+from agent_link_core.app import App
+from agent_link_core.model import Caller
+
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 CALL_BOUND_S = 30.0
 
@@ -72,7 +75,11 @@ async def test_plain_addresses_find_each_other_and_typos_are_caught() -> None:
         error = await alice.fail("message_agent", {"to": "team:bobb", "message": "x", "requireKnown": True}, "not_found")
         assert error["details"]["candidates"] == [{"address": "team:bob"}] and "team:bob" in error["hint"]
         # Nothing was stored for the refused send.
-        sent = (await alice.ok("agent_link_mailbox_inspect"))["messages"]
+        app = App.create()  # the servers' state dir (agent_link_mailbox_inspect is the conversations plugin's)
+        try:
+            sent = app.inspect(Caller("team:alice", "config", "team"))["messages"]
+        finally:
+            app.close()
         assert sorted(m["to"] for m in sent) == ["team:bob", "team:bobb", "tema:bob"]
 
 

@@ -89,5 +89,5 @@ GATEWAY_TOOL = ToolSpec(
     },
     # It can call any tool, the role-admin ones included: a host that asks before destructive
     # tools (as some do by default) must ask before this one too.
-    handler=handle, destructive=True,
+    handler=handle, destructive=True, reaches_unlisted=True,
 )

@@ -33,7 +33,7 @@ MESSAGING = "messaging"
 CORE_OWNER = CORE_PLUGIN  #: the core's name as the owner of its tools (``Hooks.tool_owners``)
 ALWAYS = ("agent_link_health", "agent_link_tools")
 #: the owners of the tools ``messaging`` lists: the core, and the plugins that took a messaging tool out of
-#: the core (conversations: a message's thread; waits: ``wait_for_agent``)
+#: the core (conversations: a message's thread and the mailbox listing; waits: ``wait_for_agent``)
 MESSAGING_OWNERS = (CORE_OWNER, "conversations", "waits")
 #: the profile of a server a host started, when ``AGENT_LINK_TOOLS`` is unset
 HOST_DEFAULT = MESSAGING
