@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 
 from agent_link_core.cli_run import import_target
-from agent_link_core.hookspecs import hookimpl
+from agent_link_core.lazy import hookimpl
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     Records = Iterable[Any] | str
 
 
-def registers(records: Records) -> Callable[[Callable[[Any], None]], None]:
+def registers(records: Records, optionalhook: bool = False) -> Callable[[Callable[[Any], None]], None]:
     """A ``register``-style hook implementation registering each of ``records`` (a sequence,
-    or ``"module:attribute"`` for one imported only when the hook runs)."""
+    or ``"module:attribute"`` for one imported only when the hook runs); ``optionalhook``: of a
+    hook another plugin specifies, which may not be installed."""
 
-    @hookimpl
+    @hookimpl(optionalhook=optionalhook)
     def register_each(register: Callable[[Any], None]) -> None:
         for record in (import_target(records) if isinstance(records, str) else records):
             register(record)

@@ -44,7 +44,7 @@ def agent_link_register_prompt_hooks(register: Callable[[Any], None]) -> None:
 
     register(PromptHook("leases", "agent_link_leases.hook"))
 # the File leases section of the web page, with a Release button per lease (agent_link_leases.panel)
-agent_link_register_panels = registers("agent_link_leases.panel:PANELS")
+agent_link_register_panels = registers("agent_link_leases.panel:PANELS", optionalhook=True)  # the web plugin's hook
 
 
 # declared here, imported when run (docs/plugins.md, "Declare now, import when used")
