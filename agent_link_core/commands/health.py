@@ -51,7 +51,7 @@ def _print_health(h: dict[str, Any]) -> None:
 
 
 @command(JSON, NDJSON, option("--forget-state-dirs", flag=True, help="Forget the other state dirs agent-link processes used lately"
-                              " (ends health's warning about them until one of them is used again)."))
+                              " (ends health's warning about them until one of them is used again)."), reader=True)
 def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
     refuses writes: damaged, replaced, or a state dir this user cannot write; when a
@@ -77,7 +77,7 @@ def health(ctx: Any, as_json: bool, ndjson: bool, forget_state_dirs: bool) -> No
         sys.exit(1)
 
 
-@command(JSON, NDJSON)
+@command(JSON, NDJSON, reader=True)
 def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the time each took in this process)."""
     from agent_link_core.health import plugins_view

@@ -52,7 +52,7 @@ agent_link_register_commands = commands(
     ("lease", "agent_link_leases.cli:lease_command",
      "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
     ("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
-    ("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
+    ("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why.", "reader"),
     ("lease-git-hook", "agent_link_leases.githook:git_hook_command",
      "An optional git pre-commit hook refusing commits that touch another session's exclusive lease."),
 )

@@ -51,7 +51,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
     from agent_link_core.contribute import command
 
     cli.add_command(command("receipts", "agent_link_receipts.cli:command_group",
-                            "List audit receipts of what you sent or received, newest first."))
+                            "List audit receipts of what you sent or received, newest first.", reader=True))
 
 
 @hookimpl

@@ -50,7 +50,7 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 def agent_link_register_commands(cli: click.Group) -> None:
     from agent_link_core.contribute import command
 
-    cli.add_command(command("wait", "agent_link_waits.cli:wait_command", WAIT_HELP, sender=True))
+    cli.add_command(command("wait", "agent_link_waits.cli:wait_command", WAIT_HELP, sender=True, reader=True))
 
 
 @hookimpl
