@@ -26,19 +26,6 @@ if TYPE_CHECKING:
 
 log = LazyLogger("agent_link_core.plugins")
 
-#: hooks whose implementations may refuse by raising AgentLinkError (documented in hookspecs)
-REFUSING_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_before_send", "agent_link_before_store",
-                            "agent_link_check_override", "agent_link_claim_paths", "agent_link_check_recipient",
-                            "agent_link_wait_for_reply"})
-#: a failure in these leaves the plugin out whole
-REGISTRATION_HOOKS = frozenset({
-    "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
-    "agent_link_register_commands", "agent_link_schema", "agent_link_register_prompt_hooks",
-    "agent_link_register_panels", "agent_link_register_legacy_importers",
-})
-#: hooks that may answer with an awaitable (for I/O), awaited on the caller's event loop
-AWAITABLE_HOOKS = frozenset({"agent_link_resolve_address", "agent_link_push_reminders", "agent_link_claim_paths",
-                             "agent_link_wait_for_reply"})
 #: hooks whose awaitable runs longer than the hook budget by design, and its own bound (s): a wait runs up to 600 s
 #: (``timeoutMs``), plus its last poll and the push after it
 LONG_HOOKS_S = {"agent_link_wait_for_reply": 700.0}
@@ -240,37 +227,36 @@ def _check_health(result: Any, plugin: str) -> str | None:
     return f"{why} (health section)" if why else None
 
 
-def _expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], str | None]:
+def expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], str | None]:
+    """A result check (:func:`~agent_link_core.lazy.hookspec`'s ``check``) refusing an answer ``ok`` rejects, ``expected``: what it wants."""
     return lambda result, plugin: None if ok(result) else f"returned {type(result).__name__}; {expected}"
 
 
-#: how each hook's non-None answer is checked; a hook absent here may return anything
+_REGISTERS = expect(lambda r: False, "this hook returns nothing (call register(...) instead)")
+#: how each of the core's hooks' non-None answer is checked; a hook absent here may return anything
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
-    **dict.fromkeys(REGISTRATION_HOOKS - {"agent_link_schema"}, _expect(lambda r: False, "this hook returns nothing (call register(...) instead)")),
     "agent_link_schema": check_migrations,
     "agent_link_resolve_address": _check_resolution,
-    "agent_link_resolve_elsewhere": _expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
+    "agent_link_resolve_elsewhere": expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
                                             "expected None or {'metadata': dict, 'session'?: dict}"),
     "agent_link_before_send": _check_warnings,
-    "agent_link_before_store": _expect(lambda r: isinstance(r, str), "expected None or a stored message's id"),
+    "agent_link_before_store": expect(lambda r: isinstance(r, str), "expected None or a stored message's id"),
     "agent_link_render_envelope": _check_contribution,
     "agent_link_health": _check_health,
-    "agent_link_check_override": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("allowed"), bool),
-                                         "expected None or a dict with a boolean 'allowed'"),
-    **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read",
-                      "agent_link_app_opened"), _expect(lambda r: False, "observers return nothing")),
+    **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read", "agent_link_app_opened"),
+                    expect(lambda r: False, "observers return nothing")),
     "agent_link_check_recipient": _check_recipient,
-    "agent_link_wait_for_reply": _expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("outcome"), str), "expected a wait's answer {'outcome': ...}"),
-    "agent_link_held_messages": _expect(lambda r: isinstance(r, (set, frozenset, list, tuple)) and all(isinstance(i, str) for i in r), "expected message ids"),
+    "agent_link_wait_for_reply": expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("outcome"), str), "expected a wait's answer {'outcome': ...}"),
+    "agent_link_held_messages": expect(lambda r: isinstance(r, (set, frozenset, list, tuple)) and all(isinstance(i, str) for i in r), "expected message ids"),
     "agent_link_present_sessions": _check_sessions,
-    "agent_link_suggest_addresses": _expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(a, str) for a in r),
+    "agent_link_suggest_addresses": expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(a, str) for a in r),
                                             "expected None or a list of addresses"),
-    "agent_link_push_reminders": _expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
-    "agent_link_server_tasks": _expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
+    "agent_link_push_reminders": expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
+    "agent_link_server_tasks": expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
                                        "expected None or a list of coroutine functions"),
-    "agent_link_session_roles": _expect(lambda r: isinstance(r, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
+    "agent_link_session_roles": expect(lambda r: isinstance(r, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
                                                                           for k, v in r.items()), "expected {address: [role name, ...]}"),
-    "agent_link_listed_tools": _expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(n, str) for n in r),
+    "agent_link_listed_tools": expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(n, str) for n in r),
                                        "expected None or a list of tool names"),
 }
 
@@ -606,17 +592,19 @@ def _awaitable(value: Any) -> bool:
     return isinstance(value, Awaitable)
 
 
-def _guarded(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str,
+def _guarded(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: str, guard: dict[str, Any],
              check: Callable[[Any, str], str | None] | None = None) -> Callable[..., Any]:
-    check = check or RESULT_CHECKS.get(hook)
-    passing = (AgentLinkError,) if hook in REFUSING_HOOKS else ()
-    registering, awaitable = hook in REGISTRATION_HOOKS, hook in AWAITABLE_HOOKS
+    # a registration hook's failure leaves the plugin out whole; ``guard``: its spec's (lazy.hookspec), the core's checks in RESULT_CHECKS
+    registers = hook.startswith("agent_link_register_") or hook == "agent_link_schema"
+    check = check or guard["check"] or RESULT_CHECKS.get(hook) or (_REGISTERS if registers else None)
+    passing = (AgentLinkError,) if guard["refuses"] else ()
+    awaitable = guard["awaitable"]
 
     def sync_check(result: Any, plugin: str) -> str | None:  # an awaitable answer is checked once awaited
         return None if check is None or (awaitable and _awaitable(result)) else check(result, plugin)
 
     def guarded(*args: Any) -> Any:
-        result = answer = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registering)
+        result = answer = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registers)
         if awaitable and _awaitable(answer):
             result = boundary.acall(plugin, hook, lambda: answer, bound_s=LONG_HOOKS_S.get(hook, boundary.timeout_ms / 1000) or None,
                                     check=check, passing=passing)

@@ -11,7 +11,7 @@ import click
 
 from agent_link_core import __version__
 from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
-                                     FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, READERS, Command, Param, emit, fail, get_app,
+                                     FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, Command, Param, emit, fail, get_app,
                                      guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, sender_params,
                                      usage_line, who_am_i)
 from agent_link_core.cli_text import printable
@@ -93,12 +93,12 @@ class AgentLinkGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         # the command first, then the plugins: they may add options to a core command
-        if cmd_name in READERS:
-            ctx.find_root().meta["read_only_ok"] = True
         self._load_core_command(cmd_name)
         if cmd_name not in SELF_CONTAINED:
             self._load_plugin_commands(ctx, for_health=cmd_name == "health")
         command = super().get_command(ctx, cmd_name)
+        if getattr(command, "reader", False):  # declared by the command: it opens the App read-only when it cannot write
+            ctx.find_root().meta["read_only_ok"] = True
         if getattr(command, "sender", False):  # a plugin's command with --from: its real one takes the options
             with contextlib.suppress(SystemExit):  # one that cannot load (said, reported): a listing goes on
                 command = command.load(ctx)  # type: ignore[union-attr]
@@ -144,6 +144,7 @@ def click_command(declared: Command) -> click.Command:
     command = click.command(declared.name, help=declared.callback.__doc__, epilog=EXIT_HELP)(click.pass_context(declared.run))
     command.params = [click_param(p) for p in declared.params]
     command.callback.__agent_link_sender_options__ = declared.sender  # type: ignore[union-attr]
+    command.reader = declared.reader  # type: ignore[attr-defined]
     return command
 
 

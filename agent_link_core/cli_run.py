@@ -37,10 +37,6 @@ FAST_COMMANDS = {
     "reply": "agent_link_core.commands.message:reply", "status": "agent_link_core.commands.message:status",
     "show": "agent_link_core.commands.message:show",
 }
-#: commands that only read: in a state dir that cannot be written (read-only, full disk,
-#: damaged file) they read what is there and say what was not recorded (``App.read_only``)
-READERS = frozenset({"health", "inbox", "sessions", "who", "find", "status", "show", "search", "watch", "wait",
-                     "receipts", "leases", "plugins", "web"})
 _BAD = object()  # a value the fast parser does not take: click words the refusal
 
 
@@ -100,11 +96,12 @@ READER_FROM = option("--from", "from_address",
 
 
 class Command:
-    """A core command: its function (called with the context and every parameter by name) and
-    :class:`Param` list; ``sender``: it has ``--from``, so the harnesses' sender options too (in ``**named``)."""
+    """A core command: its function (called with the context and every parameter by name) and :class:`Param` list;
+    ``sender``: it has ``--from``, so the harnesses' sender options too (in ``**named``); ``reader``: it only reads, so in a
+    state dir that cannot be written it reads what is there and says what was not recorded (``App.read_only``)."""
 
-    def __init__(self, callback: Callable[..., Any], params: list[Param], sender: bool) -> None:
-        self.callback, self.params, self.sender = callback, params, sender
+    def __init__(self, callback: Callable[..., Any], params: list[Param], sender: bool, reader: bool = False) -> None:
+        self.callback, self.params, self.sender, self.reader = callback, params, sender, reader
         self.name = callback.__name__
 
     def run(self, ctx: Any, **values: Any) -> None:
@@ -119,9 +116,9 @@ class Command:
             interrupted(self.name)
 
 
-def command(*params: Param) -> Callable[[Callable[..., Any]], Command]:
-    """Declare a core command (the decorated function's name and docstring are its name and help, :data:`EXIT_HELP` its epilog)."""
-    return lambda callback: Command(callback, list(params), any(p in (FROM, READER_FROM) for p in params))
+def command(*params: Param, reader: bool = False) -> Callable[[Callable[..., Any]], Command]:
+    """Declare a core command (its function's name and docstring: its name and help; ``reader``: :attr:`Command.reader`)."""
+    return lambda callback: Command(callback, list(params), any(p in (FROM, READER_FROM) for p in params), reader)
 
 
 class Context:
@@ -189,7 +186,7 @@ def run_fast(argv: list[str]) -> bool:
         return False
     spec: Command = import_target(FAST_COMMANDS[argv[0]])
     root = _current = Context("agent-link")
-    if argv[0] in READERS:
+    if spec.reader:
         root.meta["read_only_ok"] = True
     try:
         params = spec.params

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 
 from agent_link_core.cli_run import import_target
-from agent_link_core.hookspecs import hookimpl
+from agent_link_core.lazy import hookimpl
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     Records = Iterable[Any] | str
 
 
-def registers(records: Records) -> Callable[[Callable[[Any], None]], None]:
+def registers(records: Records, optionalhook: bool = False) -> Callable[[Callable[[Any], None]], None]:
     """A ``register``-style hook implementation registering each of ``records`` (a sequence,
-    or ``"module:attribute"`` for one imported only when the hook runs)."""
+    or ``"module:attribute"`` for one imported only when the hook runs); ``optionalhook``: of a
+    hook another plugin specifies, which may not be installed."""
 
-    @hookimpl
+    @hookimpl(optionalhook=optionalhook)
     def register_each(register: Callable[[Any], None]) -> None:
         for record in (import_target(records) if isinstance(records, str) else records):
             register(record)
@@ -41,22 +42,23 @@ def migrations(records: Records) -> Callable[[], list[Any]]:
     return schema
 
 
-def command(name: str, target: str, help: str, sender: bool = False) -> LazyCommand:
+def command(name: str, target: str, help: str, sender: bool = False, reader: bool = False) -> LazyCommand:
     """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` (click imported now);
-    ``sender``: it has ``--from``, and takes the harnesses' sender options too."""
+    ``sender``: it has ``--from``, and takes the harnesses' sender options too; ``reader``: it only reads, and runs in a
+    state dir that cannot be written (:attr:`agent_link_core.cli_run.Command.reader`)."""
     from agent_link_core.lazy_command import LazyCommand
 
-    return LazyCommand(name, target, help, sender)
+    return LazyCommand(name, target, help, sender, reader)
 
 
-def commands(*declared: LazyCommand | tuple[str, str, str]) -> Callable[[click.Group], None]:
+def commands(*declared: LazyCommand | tuple[str, ...]) -> Callable[[click.Group], None]:
     """An ``agent_link_register_commands`` implementation adding each :func:`command`, or its
-    ``(name, target, help)`` (made when the hook runs: no click at import)."""
+    ``(name, target, help)``, ``(name, target, help, "reader")`` for a reader (made when the hook runs: no click at import)."""
 
     @hookimpl
     def register_commands(cli: click.Group) -> None:
         for cmd in declared:
-            cli.add_command(command(*cmd) if isinstance(cmd, tuple) else cmd)
+            cli.add_command(command(cmd[0], cmd[1], cmd[2], reader="reader" in cmd[3:]) if isinstance(cmd, tuple) else cmd)
 
     return register_commands
 

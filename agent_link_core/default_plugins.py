@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.hookspecs import hookimpl
+from agent_link_core.lazy import hookimpl
 from agent_link_core.store import CORE_MIGRATIONS, Migration
 
 TYPE_CHECKING = False

@@ -4,12 +4,13 @@ Each docstring gives the arguments' and the answer's shapes and when the hook is
 contained is in docs/plugins.md section 3 (tested against these specs). Plugins implement them with ``from
 agent_link_core import hookimpl``; the core calls them with keywords through :class:`agent_link_core.plugins.Hooks`.
 Hooks are synchronous: I/O goes in a harness's async methods, or an awaitable answer where a hook allows one.
-Implementations name only the arguments they take (an ``app`` is the process's :class:`~agent_link_core.app.App`).
+Implementations name only the arguments they take (an ``app`` is the process's :class:`~agent_link_core.app.App`);
+``refuses``: one may raise ``AgentLinkError``, ``awaitable``: it may answer with an awaitable, awaited on the caller's loop.
 """
 
 from __future__ import annotations
 
-from agent_link_core.lazy import PROJECT, hookimpl, hookspec
+from agent_link_core.lazy import hookspec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -28,8 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import Progress, ToolSpec
-
-__all__ = ["PROJECT", "hookimpl"]
 
 
 @hookspec
@@ -73,15 +72,6 @@ def agent_link_register_settings(register: Callable[[Setting], None]) -> None:
 
 
 @hookspec
-def agent_link_register_panels(register: Callable[[Any], None]) -> None:
-    """Contribute sections to the ``agent-link web`` page. Called by the web plugin each time a page builds its sections.
-
-    :param register: call it with an ``agent_link_web.panels.Panel`` (the web plugin's type: import it inside the
-        implementation, so the plugin loads without the web plugin).
-    """
-
-
-@hookspec
 def agent_link_register_prompt_hooks(register: Callable[[PromptHook], None]) -> None:
     """Declare the module that answers a host's prompt hooks (``agent-link hook <harness> <event>``). Called when the
     plugins load; the answer is kept in the registry file the hook fast path reads (:mod:`agent_link_core.hook`,
@@ -110,7 +100,7 @@ def agent_link_schema() -> list[Migration] | None:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(firstresult=True, refuses=True, awaitable=True)
 def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
     """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it. Called by a send or
     resolve_agent for an address whose scheme no harness owns.
@@ -136,7 +126,7 @@ def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | Non
     """
 
 
-@hookspec
+@hookspec(refuses=True)
 def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: App) -> list[dict[str, Any]] | None:
     """Check or annotate a message before it is stored. Called for every new message, after validation and address resolution.
 
@@ -149,7 +139,7 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext, app: 
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(firstresult=True, refuses=True)
 def agent_link_before_store(message: OutgoingMessage, context: SendContext, conn: sqlite3.Connection, app: App) -> str | None:
     """Check a new message against the mailbox as it is when the message is stored (the loops plugin's loop guard).
     Called for every new message (not a resend under a stored id) after ``agent_link_before_send``, inside the write
@@ -200,7 +190,7 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) ->
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(firstresult=True, awaitable=True)
 def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | bool | None:
     """Show a session's due reminders by a push of the harness's own (a prompt in an idle session). Called by every
     running MCP server's reminder sweep, per session with reminders due.
@@ -325,7 +315,7 @@ def agent_link_push_notice(message: dict[str, Any], size: int, app: App) -> str 
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(firstresult=True, refuses=True, awaitable=True)
 def agent_link_wait_for_reply(caller: Caller, message_id: str, timeout_ms: int, poll_ms: int, progress: Progress | None,
                               mark: bool, app: App) -> Awaitable[dict[str, Any]] | None:
     """Wait for the resolution of a message the caller sent: ``message_agent``'s ``waitForReply`` and ``agent-link send
@@ -345,7 +335,7 @@ def agent_link_wait_for_reply(caller: Caller, message_id: str, timeout_ms: int, 
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(firstresult=True, refuses=True)
 def agent_link_check_recipient(address: str, require_known: bool, app: App) -> dict[str, Any] | None:
     """Say whether a plain address (no harness owns its scheme, not ``role:``, no plugin said it is served elsewhere) is
     known to be served. Called by a send for its recipient (not a resend under a stored id) and by a plugin handing work
@@ -371,25 +361,7 @@ def agent_link_suggest_addresses(query: str, app: App) -> list[str] | None:
     """
 
 
-@hookspec(firstresult=True)
-def agent_link_check_override(
-    target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
-) -> dict[str, Any] | None:
-    """Decide whether ``sender`` may change ``setting`` of the existing session ``target``. Called by a harness before it
-    changes an existing session's model, effort or cwd.
-
-    :param target: the session's address.
-    :param sender: the caller asking (an ``external`` caller never matches a ``*`` policy entry).
-    :param setting: ``model`` (with model provider and service tier), ``effort`` or ``cwd``.
-    :param value: the requested value (an absolute path for ``cwd``).
-    :param context: ``currentCwd`` and ``launchedBy`` (when known).
-    :param app: the App.
-    :returns: None when no plugin keeps a policy (the harness then allows only the launcher's effort change),
-        ``{"allowed": True, "grantedBy": {...}}`` or ``{"allowed": False, "reason": permission_denied reason, "message": str}``.
-    """
-
-
-@hookspec(firstresult=True)
+@hookspec(firstresult=True, refuses=True, awaitable=True)
 def agent_link_claim_paths(
     holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
     until_resolved: str | None, key: str | None, app: App,
@@ -432,15 +404,4 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | N
     :param app: the server's App.
     :returns: coroutine functions taking no arguments, or None; each starts once when the server starts serving and is
         cancelled when it stops. They share the server's event loop with tool calls: ``await`` often.
-    """
-
-
-@hookspec
-def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
-    """Contribute importers of the original Agent Link's files (``agent-link import-legacy``). Called by the legacy
-    plugin when ``import-legacy`` or health first needs the importers; the rules an importer's ``run`` keeps are in
-    docs/plugins.md ("What registration refuses").
-
-    :param register: call it with an ``agent_link_legacy.contract.LegacyImporter`` per kind of the original's state (the
-        legacy plugin's type: import it inside the implementation).
     """

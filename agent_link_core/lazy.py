@@ -116,6 +116,10 @@ SETTINGS_ATTR = "AGENT_LINK_SETTINGS"
 SCHEMA_ATTR = "AGENT_LINK_SCHEMA"
 #: its harnesses: ``{module: ({HarnessDeclaration keywords, sender_options as ({"flag", "key", "help"}, ...)}, ...)}``
 HARNESSES_ATTR = "AGENT_LINK_HARNESSES"
+#: the hooks a plugin specifies for others to implement: ``{hookspecs module: (hook name, ...)}``
+HOOKSPECS_ATTR = "AGENT_LINK_HOOKSPECS"
+#: how the boundary guards a plugin's hookspec (:func:`hookspec`'s ``check``, ``refuses``, ``awaitable``)
+GUARD_ATTR = PROJECT + "_guard"
 
 
 def _marker(function: F | None, attr: str, opts: dict[str, Any]) -> Any:
@@ -137,9 +141,16 @@ def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalho
                                          "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
 
 
-def hookspec(function: F | None = None, *, firstresult: bool = False) -> Any:
-    """Mark a hook specification as pluggy's ``HookspecMarker`` does (no historic hooks)."""
-    return _marker(function, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
+def hookspec(function: F | None = None, *, firstresult: bool = False, check: Callable[[Any, str], str | None] | None = None,
+             refuses: bool = False, awaitable: bool = False) -> Any:
+    """Mark a hook specification as pluggy's ``HookspecMarker`` does (no historic hooks), with how the boundary guards its
+    calls: ``check(answer, plugin)`` gives why a non-None answer is refused (the core's: ``boundary.RESULT_CHECKS``),
+    ``refuses``: an implementation may raise ``AgentLinkError``, ``awaitable``: may answer with an awaitable."""
+    def mark(func: F) -> F:
+        setattr(func, GUARD_ATTR, {"check": check, "refuses": refuses, "awaitable": awaitable})
+        return _marker(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
+
+    return mark if function is None else mark(function)
 
 
 def module_hooks(module: object) -> dict[str, tuple[Callable[..., Any], dict[str, Any]]]:

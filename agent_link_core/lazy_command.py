@@ -17,11 +17,12 @@ class LazyCommand(click.Command):
     when it runs or its ``--help`` is asked. A target that cannot be imported ends that command
     alone (exit 1, one stderr line naming the plugin) and is reported as the plugin's problem.
     ``sender``: the command has ``--from`` (a core-style declared command), so the harnesses' sender
-    options are added to it when it is looked up (which imports it)."""
+    options are added to it when it is looked up (which imports it); ``reader``: it only reads
+    (:attr:`agent_link_core.cli_run.Command.reader`)."""
 
-    def __init__(self, name: str, target: str, help: str, sender: bool = False) -> None:
+    def __init__(self, name: str, target: str, help: str, sender: bool = False, reader: bool = False) -> None:
         super().__init__(name, help=help, add_help_option=False)
-        self.target, self.sender = target, sender
+        self.target, self.sender, self.reader = target, sender, reader
         self._loaded: click.Command | None = None
 
     def load(self, ctx: click.Context | None = None) -> click.Command:

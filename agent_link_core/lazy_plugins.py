@@ -22,17 +22,14 @@ DATA_HOOKS = {SETTINGS_HOOK: lazy.SETTINGS_ATTR, SCHEMA_HOOK: lazy.SCHEMA_ATTR,
 REGISTRATION_FAILED = "registration failed (check each hook's name and arguments against agent_link_core/hookspecs.py): "
 
 
-@functools.cache
-def _specs() -> dict[str, tuple[frozenset[str], bool]]:
-    """``{hook: (the arguments it offers, firstresult)}`` of :mod:`agent_link_core.hookspecs`."""
-    return {name: (frozenset(lazy.argnames(value) or ()), bool(opts.get("firstresult")))
-            for name, value in vars(hookspecs).items() if isinstance(opts := getattr(value, lazy.SPEC_ATTR, None), dict)}
+def module_specs(module: Any) -> dict[str, tuple[frozenset[str], bool, dict[str, Any]]]:
+    """``{hook: (the arguments it offers, firstresult, how its calls are guarded)}`` of the hookspecs in ``module``."""
+    return {name: (frozenset(lazy.argnames(value) or ()), bool(opts.get("firstresult")),
+                   getattr(value, lazy.GUARD_ATTR, {"check": None, "refuses": False, "awaitable": False}))
+            for name, value in vars(module).items() if isinstance(opts := getattr(value, lazy.SPEC_ATTR, None), dict)}
 
 
-@functools.cache
-def firstresult() -> frozenset[str]:
-    """The ``firstresult`` hooks (the first non-None answer is the call's)."""
-    return frozenset(name for name, (_, first) in _specs().items() if first)
+CORE_SPECS = module_specs(hookspecs)
 
 
 class Impl(Struct):
@@ -70,6 +67,33 @@ class Declared:
         self.boundary, self.blocked = boundary, blocked
         self.entries: list[Entry] = []
         self._cache: dict[str, list[Impl]] = {}
+        self.specs = dict(CORE_SPECS)
+        #: ``{hook: (plugin, its hookspecs module)}`` of the hooks plugins specify (in :attr:`specs` once imported)
+        self.spec_of: dict[str, tuple[str, str]] = {}
+
+    def declare_specs(self, plugin: str, table: Any) -> None:
+        """Take the hooks ``plugin`` specifies (:data:`~agent_link_core.lazy.HOOKSPECS_ATTR`: ``{hookspecs module: (hook
+        name, ...)}``); a module is imported when one of its hooks is first called."""
+        declared = {h: (plugin, m) for m, hooks in table.items() for h in hooks} if isinstance(table, dict) else {}
+        taken = sorted(h for h in declared if h in CORE_SPECS or h in self.spec_of)
+        if table is not None and (taken or not declared or not all(isinstance(h, str) and isinstance(m, str) for h, (_, m) in declared.items())):
+            error = f"specifies {taken[0]}, which the core or another plugin specifies" if taken else f"{lazy.HOOKSPECS_ATTR} is not {{module: (hook name, ...)}}"
+            self.boundary.fault(plugin, "load", error, fix="Give each hook a name of its own.", disable=True)
+        elif table is not None:
+            self.spec_of.update(declared)
+
+    def spec(self, hook: str) -> tuple[frozenset[str], bool, dict[str, Any]] | None:
+        """``hook``'s :func:`module_specs` entry (a plugin's hookspecs module imported now, guarded), or None: nobody specifies it."""
+        if hook not in self.specs and hook in self.spec_of:
+            plugin, module = self.spec_of[hook]
+            mine = {h for h, owner in self.spec_of.items() if owner == (plugin, module)}
+            found = self.boundary.call(plugin, "load", lambda: module_specs(importlib.import_module(module)), default={},
+                                       disable=True, prefix="hookspecs import failed: ")
+            if set(found) != mine and plugin not in self.boundary.disabled:
+                self.boundary.fault(plugin, "load", f"declares hookspecs {sorted(mine)} in {module} but it specifies {sorted(found)}",
+                                    fix=f"List exactly the module's hooks in {lazy.HOOKSPECS_ATTR}.", disable=True)
+            self.specs.update({h: found[h] for h in mine if plugin not in self.boundary.disabled})
+        return self.specs.get(hook)
 
     def add_entry_point(self, ep: Any, *, declared: bool = True) -> bool:
         """Take entry point ``ep``'s plugin by the hooks its package declares, or imported now (not
@@ -93,8 +117,9 @@ class Declared:
             self.boundary.fault(name, "load", f"{REGISTRATION_FAILED}a plugin of this name, or this plugin, is registered already",
                                 disable=True)
             return False
+        self.declare_specs(name, getattr(plugin, lazy.HOOKSPECS_ATTR, None))
         entry = Entry(name, None, (getattr(plugin, "__name__", None) or "").partition(".")[0])
-        if not self._checked(entry, plugin):
+        if name in self.boundary.disabled or not self._checked(entry, plugin):
             return False
         self.entries.append(entry)
         return True
@@ -130,27 +155,21 @@ class Declared:
         """Refuse what pluggy's registration refuses (a misspelt hook, an argument the hook does not
         offer) and a hook wrapper (not supported); report a declaration that differs from the code
         (the code wins)."""
-        specs = _specs()
-        unknown = sorted(h for h, (_, opts) in found.items() if h not in specs and not opts.get("optionalhook"))
+        unknown = sorted(h for h, (_, opts) in found.items()
+                         if h not in self.specs and h not in self.spec_of and not opts.get("optionalhook"))
         if unknown:
             self.boundary.fault(entry.name, "load", f"implements {', '.join(unknown)}, which is not an agent-link hook (misspelt?)",
-                                fix="Use a hook name from agent_link_core/hookspecs.py.", disable=True)
+                                fix="Use a hook name from agent_link_core/hookspecs.py or a plugin's hookspecs.", disable=True)
             return False
         impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
         for hook, (function, opts) in found.items():
-            if hook not in specs:
-                continue  # an optional hook nobody specifies: pluggy never calls it either
             if opts.get("wrapper") or opts.get("hookwrapper"):
                 self.boundary.fault(entry.name, "load", f"{hook} is a hook wrapper; wrappers are not supported",
                                     fix="Make it a plain implementation (tryfirst or trylast to order it).", disable=True)
                 return False
-            names = lazy.argnames(function)
-            extra = sorted(set(names) - specs[hook][0]) if names is not None else None
-            if extra is None or extra:
-                what = "is no function" if extra is None else f"takes {', '.join(extra)}, which the hook does not offer"
-                self.boundary.fault(entry.name, "load", f"{REGISTRATION_FAILED}{hook} {what}", disable=True)
+            if hook in self.specs and self._misfit(entry.name, hook, function):
                 return False
-            impls[hook] = (function, opts)
+            impls[hook] = (function, opts)  # one of a plugin's hooks is checked when first called (its spec imported)
         if entry.hooks is not None and entry.hooks != frozenset(found):
             self.boundary.fault(entry.name, "load", f"declares hooks {sorted(entry.hooks)} but implements {sorted(found)}",
                                 fix=f"List exactly its hook implementations in {entry.package}.{lazy.DECLARED_ATTR}.")
@@ -158,11 +177,21 @@ class Declared:
         self._cache.clear()  # what this plugin implements may differ from what it declared
         return True
 
+    def _misfit(self, plugin: str, hook: str, function: Callable[..., Any]) -> bool:
+        """Leave ``plugin`` out (reported) when ``function`` takes an argument ``hook`` does not offer."""
+        names = lazy.argnames(function)
+        extra = sorted(set(names) - self.specs[hook][0]) if names is not None else None
+        if extra is None or extra:
+            what = "is no function" if extra is None else f"takes {', '.join(extra)}, which the hook does not offer"
+            self.boundary.fault(plugin, "load", f"{REGISTRATION_FAILED}{hook} {what}", disable=True)
+        return extra != []
+
     def impls(self, hook: str) -> list[Impl]:
         """The guarded implementations of ``hook`` in pluggy's call order, importing the plugins
         that declare it."""
         if hook in self._cache:
             return self._cache[hook]
+        spec = self.spec(hook)
         methods: list[Impl] = []
         for entry in list(self.entries):
             if entry.hooks is not None and hook not in entry.hooks:
@@ -177,9 +206,9 @@ class Declared:
                 continue
             else:
                 function, opts = entry.impls[hook]
-            if entry.name in self.boundary.disabled:
+            if entry.name in self.boundary.disabled or spec is None or (hook not in CORE_SPECS and self._misfit(entry.name, hook, function)):
                 continue
-            _place(methods, Impl(entry.name, _guarded(self.boundary, function, entry.name, hook, check),
+            _place(methods, Impl(entry.name, _guarded(self.boundary, function, entry.name, hook, spec[2], check),
                                  lazy.argnames(function) or (), opts))
         self._cache[hook] = methods[::-1]
         return self._cache[hook]
@@ -216,6 +245,11 @@ def _place(methods: list[Impl], impl: Impl) -> None:
         while i >= 0 and methods[i].opts.get("tryfirst"):
             i -= 1
         methods.insert(i + 1, impl)
+
+
+def package_hookspecs(target: str) -> Any:
+    """The :data:`~agent_link_core.lazy.HOOKSPECS_ATTR` table of entry point ``target``'s top-level package (imported now)."""
+    return getattr(importlib.import_module(target.partition(".")[0].partition(":")[0].strip()), lazy.HOOKSPECS_ATTR, None)
 
 
 def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, Any]]:

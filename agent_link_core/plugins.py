@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from agent_link_core.lazy import LazyLogger
 from agent_link_core import discovery
-from agent_link_core.lazy_plugins import Declared, firstresult
+from agent_link_core.lazy_plugins import Declared, package_hookspecs
 from agent_link_core.config import check_setting
 from agent_link_core.boundary import CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, current_plugin, timeout_from_env
 
@@ -84,11 +84,13 @@ def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, .
     report.blocked.extend(sorted(blocked))
     plugins = Declared(boundary, list(report.blocked))
     hooks = Hooks(plugins, report)  # told of each plugin left out while loading
-    seen: set[str] = set()
+    chosen: dict[str, Any] = {}
     for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
-        if ep.name in blocked or ep.name in seen or (only is not None and ep.name not in only):
-            continue
-        seen.add(ep.name)
+        if ep.name not in blocked and ep.name not in chosen and (only is None or ep.name in only):
+            chosen[ep.name] = ep
+    for ep in chosen.values():  # every plugin's hooks are known before any implementation is checked
+        plugins.declare_specs(ep.name, boundary.call(ep.name, "load", package_hookspecs, ep.value, disable=True, prefix="import failed: "))
+    for ep in chosen.values():
         if plugins.add_entry_point(ep, declared=declared):
             report.loaded.append(ep.name)
             if ep.dist is not None:  # its version is read from its metadata when a report shows it
@@ -158,7 +160,7 @@ class Hooks:
         kwargs["app"] = self.app
         impls = self._declared.impls(hook_name)
         with CallState() as call:
-            first = hook_name in firstresult()
+            first = (self._declared.spec(hook_name) or (0, False))[1]
             results = []
             for impl in impls:
                 answer = impl.function(*[kwargs[name] for name in impl.argnames])

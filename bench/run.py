@@ -327,6 +327,7 @@ def bench_boundary(tmp: Path) -> None:
     import pluggy
 
     from agent_link_core import hookimpl, hookspecs
+    from agent_link_core.lazy import PROJECT
     from agent_link_core.app import App
 
     class Plugin:
@@ -337,7 +338,7 @@ def bench_boundary(tmp: Path) -> None:
     os.environ["AGENT_LINK_STATE_DIR"] = str(tmp / "boundary")
     os.environ["AGENT_LINK_LOAD_PLUGINS"] = ""
     app = App.create(extra_plugins=(("bench", Plugin()),))
-    bare = pluggy.PluginManager(hookspecs.PROJECT)
+    bare = pluggy.PluginManager(PROJECT)
     bare.add_hookspecs(hookspecs)
     bare.register(Plugin())
     message = {"id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "metadata": {}}

@@ -15,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from agent_link_core import hookimpl, hookspecs
+from agent_link_core.boundary import Refused, expect
+from agent_link_core.lazy import hookspec
 from agent_link_core.app import App
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
@@ -244,12 +246,6 @@ class Recorder:
 
         return [note_start, fail]
 
-    @hookimpl
-    def agent_link_check_override(self, target: str, sender: Caller, setting: str, value: str, context: Any) -> dict[str, Any] | None:
-        if setting == "effort" and sender.address == context.get("launchedBy"):
-            return {"allowed": True, "grantedBy": {"kind": "launcher"}}
-        return {"allowed": False, "reason": "effort_not_permitted", "message": "no"}
-
 
 @pytest.fixture
 def recorder() -> Recorder:
@@ -272,10 +268,6 @@ async def test_registration_hooks(app: App, recorder: Recorder) -> None:
     assert app.config.env_report()["deprecated"] == [{"name": "FAKE_OLD_FLAG", "canonical": "AGENT_LINK_FAKE_FLAG"}]
     assert app.store.conn.execute("SELECT COUNT(*) FROM fake_things").fetchone()[0] == 0
     assert app.health()["sections"]["fake"] == {"ok": True, "db": app.config.db_path}
-    launcher = Caller("fake:one", "runtime_context", "fake")
-    assert app.hooks.call("agent_link_check_override", target="fake:two", sender=launcher, setting="effort", value="high",
-                          context={"launchedBy": "fake:one"})["allowed"]
-    assert app.hooks.call("agent_link_check_override", target="fake:two", sender=launcher, setting="model", value="m", context={})["reason"] == "effort_not_permitted"
 
 
 @pytest.mark.anyio
@@ -770,38 +762,126 @@ async def test_claim_paths_hook_is_awaited_and_its_refusal_raised(monkeypatch: p
         keeper.close()
 
 
-class Importers:
-    """Implements a hook whose record type is its consumer's (the legacy plugin's importers;
-    the web plugin's panels are alike): the core runs it only for a consumer."""
+@hookspec
+def agent_link_register_notes(register: Any) -> None:
+    """Contribute notes (a test plugin's hook). Called by :class:`Notes` when asked for its notes.
+
+    :param register: call it with a note (anything with a ``name``).
+    """
+
+
+@hookspec(firstresult=True, refuses=True, check=expect(lambda r: isinstance(r, int), "expected a score"))
+def agent_link_rate_note(note: str, app: App) -> int | None:
+    """Rate a note (a test plugin's firstresult hook). Called by :class:`Notes` per note rated.
+
+    :param note: the note's name.
+    :param app: the App.
+    :returns: a score, or None.
+    :raises AgentLinkError: to refuse the note.
+    """
+
+
+class Notes:
+    """A plugin that specifies hooks of its own and calls them (as the web plugin its panels, the legacy plugin its
+    importers): its own records, checked by itself."""
+
+    AGENT_LINK_HOOKSPECS = {__name__: ("agent_link_register_notes", "agent_link_rate_note")}
+
+    @staticmethod
+    def notes(app: App) -> dict[str, Any]:
+        def check(record: Any) -> None:
+            if not hasattr(record, "name"):
+                raise Refused(f"registered a {type(record).__name__}", "Register notes.")
+
+        return app.hooks.collect("note", "agent_link_register_notes", check)
+
+
+class Writers:
+    """Implements the hooks :class:`Notes` specifies."""
 
     def __init__(self) -> None:
         self.asked = 0
 
     @hookimpl
-    def agent_link_register_legacy_importers(self, register: Any) -> None:
+    def agent_link_register_notes(self, register: Any) -> None:
         self.asked += 1
-        register(type("Notes", (), {"name": "notes"})())
+        register(type("Note", (), {"name": "first"})())
         register("not a record the consumer takes")
 
+    @hookimpl
+    def agent_link_rate_note(self, note: str) -> Any:
+        if note == "refused":
+            raise AgentLinkError("permission_denied", "not that note")
+        return {"bad": "score"} if note == "wrong" else len(note)
 
-def test_a_consumer_collects_a_core_hooks_records_with_its_own_check(isolated_env: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_link_core.boundary import Refused
 
+def plugins_app(monkeypatch: pytest.MonkeyPatch, *plugins: tuple[str, Any]) -> App:
     monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
-    importers = Importers()
-    app = App.create(extra_plugins=(("importers", importers),))
+    return App.create(extra_plugins=plugins)
+
+
+def test_a_plugin_specifies_hooks_that_others_implement_guarded_as_the_cores(isolated_env: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    writers = Writers()
+    app = plugins_app(monkeypatch, ("notes", Notes()), ("writers", writers))
     try:
-        app.health()  # nothing in the core asks for importers: the implementer just loads
-        assert importers.asked == 0 and "importers" in app.plugin_report.loaded
+        app.health()  # the core never calls a plugin's hook: the implementer just loads
+        assert writers.asked == 0 and "writers" in app.plugin_report.loaded
+        assert app.hooks.call("agent_link_rate_note", note="four") == 4  # firstresult: the answer, not a list
+        with pytest.raises(AgentLinkError):  # the spec lets it refuse
+            app.hooks.call("agent_link_rate_note", note="refused")
+        assert app.hooks.call("agent_link_rate_note", note="wrong") is None  # the spec's check refuses the answer
+        assert "expected a score" in json.dumps(app.plugin_report.problems())
+        assert Notes.notes(app) == {}  # a registration hook: a refused record leaves its plugin out
+        assert any(p["plugin"] == "writers" and "registered a str" in p["error"] and p["disabled"] for p in app.plugin_report.problems())
+        assert writers.asked == 1
+    finally:
+        app.close()
 
-        def check(record: Any) -> None:
-            if not hasattr(record, "name"):
-                raise Refused(f"registered a {type(record).__name__}", "Register importers.")
 
-        assert app.hooks.collect("legacy importer", "agent_link_register_legacy_importers", check) == {}
-        (problem,) = app.plugin_report.problems()  # the refused record leaves its plugin out
-        assert problem["plugin"] == "importers" and "registered a str" in problem["error"]
-        assert importers.asked == 1
+class Misfit:
+    @hookimpl
+    def agent_link_rate_note(self, note: str, mood: str) -> int:
+        return 1
+
+
+class Optional:
+    @hookimpl(optionalhook=True)
+    def agent_link_rate_note(self, note: str) -> int:
+        return 1
+
+
+def test_a_plugins_hook_is_checked_when_called_and_unspecified_it_is_unknown_unless_optional(
+        isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = plugins_app(monkeypatch, ("notes", Notes()), ("misfit", Misfit()))
+    try:
+        assert "misfit" in app.plugin_report.loaded  # its arguments are checked when the hook is first called
+        assert app.hooks.call("agent_link_rate_note", note="x") is None
+        assert "misfit" in app.plugin_report.failed and "takes mood" in app.plugin_report.failed["misfit"]
+    finally:
+        app.close()
+    app = plugins_app(monkeypatch, ("misfit", Misfit()), ("optional", Optional()))  # no plugin specifies the hook
+    try:
+        assert "not an agent-link hook" in app.plugin_report.failed["misfit"]
+        assert "optional" in app.plugin_report.loaded and app.hooks.call("agent_link_rate_note", note="x") == []
+    finally:
+        app.close()
+
+
+class Thief:
+    AGENT_LINK_HOOKSPECS = {__name__: ("agent_link_register_notes",)}
+
+
+class CoreThief:
+    AGENT_LINK_HOOKSPECS = {__name__: ("agent_link_health",)}
+
+
+def test_a_plugin_cannot_specify_a_hook_the_core_or_another_plugin_specifies(isolated_env: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    app = plugins_app(monkeypatch, ("notes", Notes()), ("thief", Thief()), ("core-thief", CoreThief()))
+    try:
+        assert "specifies agent_link_register_notes, which the core or another plugin specifies" in app.plugin_report.failed["thief"]
+        assert "specifies agent_link_health" in app.plugin_report.failed["core-thief"]
+        assert "notes" in app.plugin_report.loaded
     finally:
         app.close()

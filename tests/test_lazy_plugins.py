@@ -101,7 +101,9 @@ async def test_a_declared_tool_whose_module_fails_is_listed_and_answers_an_error
 HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette", "websockets", "psutil", "filelock",
                  "anyio", "urllib.request", "agent_link_legacy.contract", "agent_link_legacy.state", "agent_link_legacy.engine", "agent_link_core.tools.core_tools", "agent_link_web.server",
                  "agent_link_codex.harness", "agent_link_claude.harness", "agent_link_opencode.harness",
-                 "agent_link_filehost.harness", "ulid", "agent_link_hostkit.procs", "agent_link_machines.harness", "shutil", "secrets", "getpass")
+                 "agent_link_filehost.harness", "ulid", "agent_link_hostkit.procs", "agent_link_machines.harness", "shutil", "secrets", "getpass",
+                 # the hooks plugins specify (AGENT_LINK_HOOKSPECS): imported when one is called, never for an implementer's load
+                 "agent_link_web.hookspecs", "agent_link_legacy.hookspecs", "agent_link_codex.hookspecs")
 #: nor does either need an event loop: a send to a plain address awaits no harness
 #: (agent_link_core.aio.run_inline), and nothing in an inbox read is asynchronous
 LOOP_MODULES = ("asyncio", "ssl")

@@ -4,6 +4,8 @@ plugin's hooks with their timings."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import re
 import subprocess
@@ -15,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_link_core import hookimpl, hookspecs
+from agent_link_core.lazy import PROJECT
 from agent_link_core.app import App
 from agent_link_core.records import Event
 
@@ -38,10 +41,25 @@ def documented() -> dict[str, list[str]]:
     return rows
 
 
+def plugin_specs() -> dict[str, str]:
+    """``{hook: hookspecs module}`` of the hooks this repository's plugins specify (their ``AGENT_LINK_HOOKSPECS``)."""
+    found: dict[str, str] = {}
+    for package in sorted(REPO.glob("plugins/*/agent_link_*/__init__.py")):
+        table = getattr(importlib.import_module(package.parent.name), "AGENT_LINK_HOOKSPECS", None) or {}
+        found.update({hook: module for module, hooks in table.items() for hook in hooks})
+    return found
+
+
+def manager() -> pluggy.PluginManager:
+    """pluggy's manager of the core's hookspecs and every plugin's."""
+    pm = pluggy.PluginManager(PROJECT)
+    for module in (hookspecs, *map(importlib.import_module, sorted(set(plugin_specs().values())))):
+        pm.add_hookspecs(module)
+    return pm
+
+
 def specified() -> dict[str, list[str]]:
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    return {name: list(caller.spec.argnames) for name, caller in vars(pm.hook).items()
+    return {name: list(caller.spec.argnames) for name, caller in vars(manager().hook).items()
             if name.startswith("agent_link_") and caller.spec is not None}
 
 
@@ -59,12 +77,30 @@ def test_the_hook_table_says_which_hooks_are_firstresult() -> None:
     lines = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8").splitlines()
     rows = [line for line in lines[lines.index(HEADER) + 2:] if ROW.match(line)]
     table = sorted(m.group(1) for line in rows if (m := ROW.match(line)) and line.split(" | ")[1].startswith("firstresult"))
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    specs = sorted(name for name, caller in vars(pm.hook).items()
+    specs = sorted(name for name, caller in vars(manager().hook).items()
                    if name.startswith("agent_link_") and caller.spec is not None and caller.spec.opts.get("firstresult"))
     assert len(specs) >= 5
     assert table == specs
+
+
+def test_the_hook_table_names_the_plugin_that_specifies_a_hook() -> None:
+    """One rule for a hook a plugin specifies (docs/plugins.md, section 3): it is documented in its plugin's hookspecs
+    module, like the core's in hookspecs.py, and has its row in the one hook table, whose "called" column names that
+    module; a row of the core's hooks names none."""
+    lines = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8").splitlines()
+    called = {m.group(1): line.split(" | ")[1] for line in lines[lines.index(HEADER) + 2:] if (m := ROW.match(line))}
+    declared = plugin_specs()
+    assert {"agent_link_register_panels", "agent_link_register_legacy_importers", "agent_link_check_override"} <= set(declared)
+    for hook, column in called.items():
+        if hook in declared:
+            assert f"specified by `{declared[hook]}`" in column, f"{hook}'s row must say: specified by `{declared[hook]}`"
+        else:
+            assert "specified by" not in column, f"{hook} is the core's (agent_link_core/hookspecs.py)"
+    for hook, module in declared.items():
+        doc = inspect.getdoc(getattr(importlib.import_module(module), hook)) or ""
+        assert "Called" in doc and "optionalhook=True" in doc, f"{module}.{hook} must say when it is called and how to implement it"
+        for param in inspect.signature(getattr(importlib.import_module(module), hook)).parameters:
+            assert f":param {param}:" in doc, f"{module}.{hook} must document {param}"
 
 
 def test_no_other_document_keeps_a_hook_table() -> None:

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from agent_link_core import hookimpl, reading, reminders
 from agent_link_core.app import App
-from agent_link_core.boundary import Refused
+from agent_link_core.lazy import hookspec
+from agent_link_core.boundary import Refused, expect
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionListing
@@ -73,8 +74,33 @@ ECHO = ToolSpec("good_echo", "Echo the text.", {"type": "object", "properties": 
                                                 "additionalProperties": False}, {"echo": {"type": "string"}}, echo)
 
 
+@hookspec
+def agent_link_register_sections(register: Any) -> None:
+    """Contribute sections (a hook :class:`Good` specifies, as the web plugin its panels). Called by :func:`consume_sections`.
+
+    :param register: call it with a :class:`Section`.
+    """
+
+
+@hookspec(firstresult=True, refuses=True, check=expect(lambda r: isinstance(r, dict) and isinstance(r.get("allowed"), bool),
+                                                       "expected None or a dict with a boolean 'allowed'"))
+def agent_link_judge_change(target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App) -> dict[str, Any] | None:
+    """Allow or refuse a change (a hook :class:`Good` specifies, as the codex plugin its overrides). Called by the tests.
+
+    :param target: the session's address.
+    :param sender: who asks.
+    :param setting: what changes.
+    :param value: to what.
+    :param context: what else is known.
+    :param app: the App.
+    :returns: ``{"allowed": bool, ...}`` or None.
+    """
+
+
 class Good:
-    """A well-behaved plugin implementing every hook."""
+    """A well-behaved plugin implementing every hook, and specifying two hooks of its own."""
+
+    AGENT_LINK_HOOKSPECS = {__name__: ("agent_link_register_sections", "agent_link_judge_change")}
 
     def __init__(self) -> None:
         self.harness = GoodHarness()
@@ -126,7 +152,7 @@ class Good:
         return "good", {"ok": True}
 
     @hookimpl
-    def agent_link_check_override(self, target: str, sender: Caller, setting: str, value: str, context: Any) -> dict[str, Any]:
+    def agent_link_judge_change(self, target: str, sender: Caller, setting: str, value: str, context: Any) -> dict[str, Any]:
         return {"allowed": True, "grantedBy": {"kind": "good"}}
 
     @hookimpl
@@ -178,7 +204,7 @@ class Good:
         return None
 
     @hookimpl
-    def agent_link_register_panels(self, register: Any) -> None:
+    def agent_link_register_sections(self, register: Any) -> None:
         register(Section("good-things"))
 
     @hookimpl
@@ -193,20 +219,20 @@ class Good:
 
 @dataclass(frozen=True)
 class Section:
-    """A record of a core hook whose type belongs to the plugin consuming it (the web plugin's
-    panels): the core only runs the hook and settles names; the consumer checks the records."""
+    """A record of a plugin's hook whose type belongs to that plugin (the web plugin's panels): the
+    core runs the hook and settles names; the plugin checks the records."""
 
     name: str
 
 
 def consume_sections(app: App) -> list[str]:
-    """What a consumer of ``agent_link_register_panels`` gets, with its own check."""
+    """What the caller of ``agent_link_register_sections`` gets, with its own check."""
 
     def check(record: Any) -> None:
         if not isinstance(record, Section):
             raise Refused(f"registered a {type(record).__name__}, not a Section", "Register Section records.")
 
-    return list(app.hooks.collect("panel", "agent_link_register_panels", check))
+    return list(app.hooks.collect("panel", "agent_link_register_sections", check))
 
 
 class Gate:
@@ -245,10 +271,10 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_render_envelope": lambda self, message: m("<b>bold</b>"),
         "agent_link_on_event": lambda self, event: m(42),
         "agent_link_health": lambda self: m("all fine, honest"),
-        "agent_link_check_override": lambda self, target, sender, setting, value, context: m("yes"),
+        "agent_link_judge_change": lambda self, target, sender, setting, value, context: m("yes"),
         "agent_link_register_prompt_hooks": lambda self, register: register(m("not a prompt hook")),
         "agent_link_push_reminders": lambda self, due: m("reminded, trust me"),
-        "agent_link_register_panels": lambda self, register: register(m("not a panel")),
+        "agent_link_register_sections": lambda self, register: register(m("not a panel")),
         "agent_link_server_tasks": lambda self: m("not a list of tasks"),
         "agent_link_present_sessions": lambda self, harness: m(["plain:bad"]),
         "agent_link_inbox_read": lambda self, address: m(42),
@@ -317,8 +343,8 @@ class BadHarnessPlugin:
 HOOKS = [
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
-    "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_check_override",
-    "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_panels",
+    "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_judge_change",
+    "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_sections",
     "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
     "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_wait_for_reply", "agent_link_app_opened",
     "agent_link_fit_read", "agent_link_push_notice",
@@ -381,7 +407,7 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert (await run_tool(app, app.hooks.tools()["good_echo"], {"text": "x"}, {}))["echo"] == "x"
     listing = await app.list_agents()
     assert {"good:one", "good:two", "plain:good"} <= {s["address"] for s in listing["sessions"]}
-    assert app.hooks.call("agent_link_check_override", target="good:one", sender=me, setting="model", value="m", context={}) == {"allowed": True, "grantedBy": {"kind": "good"}}
+    assert app.hooks.call("agent_link_judge_change", target="good:one", sender=me, setting="model", value="m", context={}) == {"allowed": True, "grantedBy": {"kind": "good"}}
     health = app.health()
     json.dumps(health)
     assert health["sections"]["good"] == {"ok": True}

@@ -12,9 +12,10 @@ import pluggy
 import pytest
 
 from agent_link_core import hookimpl, hookspecs, lazy
+from agent_link_core.lazy import PROJECT
 from agent_link_core.plugins import plugins_of
 
-pluggy_mark = pluggy.HookimplMarker(hookspecs.PROJECT)
+pluggy_mark = pluggy.HookimplMarker(PROJECT)
 
 
 class Holder:
@@ -93,7 +94,7 @@ class Slotted(Base):
 @pytest.mark.parametrize("make", [module_plugin, Shapes, lambda: Shapes, Slotted], ids=["module", "object", "class", "slots"])
 def test_every_plugin_shape_gets_the_hooks_pluggys_own_manager_gets(make: Any) -> None:
     plugin = make()
-    plain = pluggy.PluginManager(hookspecs.PROJECT)
+    plain = pluggy.PluginManager(PROJECT)
     plain.add_hookspecs(hookspecs)
     plain.register(plugin, name="fake")
     expected = {caller.name: caller.get_hookimpls()[0] for caller in plain.get_hookcallers(plugin) or []}

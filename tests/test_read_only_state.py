@@ -261,3 +261,19 @@ def test_wait_shows_a_reply_in_an_unwritable_state_dir(isolated_env: Path) -> No
     assert waited.returncode == 0 and "the answer" in waited.stdout, waited.stderr
     warning = [line for line in waited.stderr.splitlines() if line.strip()]
     assert len(warning) == 1 and "not writable" in warning[0] and "not marked read" in warning[0], waited.stderr
+
+
+def test_a_command_declares_that_it_only_reads() -> None:
+    """The core reads each command's declaration (cli_run.Command.reader, contribute.command/commands), no list of names."""
+    import click
+
+    from agent_link_core.cli import CORE_COMMANDS, click_command
+    from agent_link_core.cli_run import import_target
+    from agent_link_core.contribute import commands
+
+    readers = {name for name, target in CORE_COMMANDS.items() if import_target(target).reader}
+    assert readers == {"inbox", "status", "show", "health", "plugins"}
+    assert click_command(import_target(CORE_COMMANDS["show"])).reader is True  # what click's path looks at
+    group = click.Group()
+    commands(("looks", "pkg.cli:looks", "Look.", "reader"), ("writes", "pkg.cli:writes", "Write."))(group)
+    assert group.commands["looks"].reader is True and group.commands["writes"].reader is False

@@ -46,7 +46,7 @@ def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"  reminders:  limit {h['reminders']['limit']}, every {h['reminders']['intervalMs']} ms")
 
 
-@command(JSON, NDJSON)
+@command(JSON, NDJSON, reader=True)
 def health(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
     refuses writes: damaged, replaced, or a state dir this user cannot write; when a
@@ -67,7 +67,7 @@ def health(ctx: Any, as_json: bool, ndjson: bool) -> None:
         sys.exit(1)
 
 
-@command(JSON, NDJSON)
+@command(JSON, NDJSON, reader=True)
 def plugins(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """List loaded, blocked and broken plugins (--json: with each plugin's hooks and the time each took in this process)."""
     from agent_link_core.health import plugins_view

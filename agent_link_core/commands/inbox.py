@@ -31,7 +31,7 @@ def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
     option("--before", help="With --all: list the messages older than this message id (the last one a listing showed)."),
     option("--message-id", "message_id", help="Read this one message in pages (one too large for one read)."),
     option("--offset", kind="whole", low=0, high=1_000_000, help="With --message-id: where the page starts (characters)."),
-    ENVELOPE, JSON, NDJSON)
+    ENVELOPE, JSON, NDJSON, reader=True)
 def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: bool, all_mail: bool, before: str | None,
           message_id: str | None, offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
     """Read the messages other agents sent to this session (open ones; --all: every one).

@@ -35,7 +35,7 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
     show_then_mark(lambda: emit(data, as_json, human, ndjson), lambda: None, f"the {data['resolution']['kind']} to {data['replyToMessageId']} was stored all the same")
 
 
-@command(argument("message_id"), READER_FROM, JSON, NDJSON)
+@command(argument("message_id"), READER_FROM, JSON, NDJSON, reader=True)
 def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
     """Show delivery, status and reminders of a message you sent or received."""
     app = get_app(ctx)
@@ -52,7 +52,7 @@ def status(ctx: Any, message_id: str, from_address: str | None, as_json: bool, n
     emit(data, as_json, human, ndjson)
 
 
-@command(argument("message_id"), READER_FROM, ENVELOPE, JSON, NDJSON)
+@command(argument("message_id"), READER_FROM, ENVELOPE, JSON, NDJSON, reader=True)
 def show(ctx: Any, message_id: str, from_address: str | None, show_envelope: bool, as_json: bool, ndjson: bool,
          **named: Any) -> None:
     """Show a message you sent or received, read or not; --envelope shows what a model sees."""

@@ -91,7 +91,7 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
     return None
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # the legacy plugin's hook
 def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
     """The original's Claude-side mailbox paths and session ids (``agent-link import-legacy``)."""
     from agent_link_claude.legacy import ClaudeMailboxImporter

@@ -1,5 +1,9 @@
 """agent-link codex plugin (distribution `agent-link-codex`)."""
 
+#: the hooks this plugin calls and others implement (docs/plugins.md, section 3), by the module specifying them;
+#: imported when one of them is first called
+AGENT_LINK_HOOKSPECS = {"agent_link_codex.hookspecs": ("agent_link_check_override",)}
+
 #: the hooks each entry module implements, read without importing it (docs/plugins.md,
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
 AGENT_LINK_HOOKS = {"agent_link_codex.plugin": (

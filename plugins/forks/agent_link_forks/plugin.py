@@ -93,7 +93,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
                             "Fork jobs: tasks run on a fork of a Codex thread (fork_codex_thread)."))
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # the legacy plugin's hook
 def agent_link_register_legacy_importers(register: Callable[[Any], None]) -> None:
     """The original's fork log (``agent-link import-legacy``)."""
     from agent_link_forks.legacy import ForksImporter

@@ -44,7 +44,7 @@ def agent_link_register_prompt_hooks(register: Callable[[Any], None]) -> None:
 
     register(PromptHook("leases", "agent_link_leases.hook"))
 # the File leases section of the web page, with a Release button per lease (agent_link_leases.panel)
-agent_link_register_panels = registers("agent_link_leases.panel:PANELS")
+agent_link_register_panels = registers("agent_link_leases.panel:PANELS", optionalhook=True)  # the web plugin's hook
 
 
 # declared here, imported when run (docs/plugins.md, "Declare now, import when used")
@@ -52,7 +52,7 @@ agent_link_register_commands = commands(
     ("lease", "agent_link_leases.cli:lease_command",
      "Claim (or renew) files, directories or globs; refused whole if another holds any of them."),
     ("release", "agent_link_leases.cli:release_command", "Release the given leases (as leased), or all of yours with --all."),
-    ("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why."),
+    ("leases", "agent_link_leases.cli:leases_command", "List active leases: who holds what, until when, why.", "reader"),
     ("lease-git-hook", "agent_link_leases.githook:git_hook_command",
      "An optional git pre-commit hook refusing commits that touch another session's exclusive lease."),
 )

@@ -4,11 +4,11 @@ The original kept its state as files in its state directory (``AGENT_LINK_STATE_
 ``~/.agent-link``, the same directory agent-link uses): a JSONL mailbox, receipts, the role
 table and a fork log, plus a few older paths. docs/legacy.md describes every format.
 
-Each kind is imported by a :class:`LegacyImporter` that a plugin contributes through the
-core's ``agent_link_register_legacy_importers`` hook: this plugin imports the mailbox, the
+Each kind is imported by a :class:`LegacyImporter` that a plugin contributes through this plugin's
+``agent_link_register_legacy_importers`` hook (:mod:`agent_link_legacy.hookspecs`): this plugin imports the mailbox, the
 receipts, roles and forks plugins import their own records, and a harness plugin may add the
 older paths of its host and say what its host's legacy session ids are as addresses
-(:meth:`LegacyImporter.legacy_address`). The hook stays in the core so that those plugins load
+(:meth:`LegacyImporter.legacy_address`). Those plugins implement it as an optional hook, so that they load
 without this one; the record type is this plugin's, checked here (:func:`check_importer`), and
 their importer modules are imported only when this plugin asks for them.
 ``agent-link import-legacy`` (:func:`agent_link_legacy.engine.import_legacy`) drives them;

@@ -43,7 +43,7 @@ agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 #: the list tool and the web page's Receipts section: their modules load when they are listed
 agent_link_register_tools = registers("agent_link_receipts.tools:RECEIPT_TOOLS")
-agent_link_register_panels = registers("agent_link_receipts.panel:PANELS")
+agent_link_register_panels = registers("agent_link_receipts.panel:PANELS", optionalhook=True)  # the web plugin's hook
 
 
 @hookimpl
@@ -51,7 +51,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
     from agent_link_core.contribute import command
 
     cli.add_command(command("receipts", "agent_link_receipts.cli:command_group",
-                            "List audit receipts of what you sent or received, newest first."))
+                            "List audit receipts of what you sent or received, newest first.", reader=True))
 
 
 @hookimpl
@@ -122,7 +122,7 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     }
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # the legacy plugin's hook
 def agent_link_register_legacy_importers(register: Any) -> None:
     """The original's receipt logs (``agent-link import-legacy``)."""
     from agent_link_receipts.legacy import ReceiptsImporter

@@ -45,7 +45,7 @@ agent_link_register_settings = registers(SETTINGS)
 agent_link_schema = migrations(MIGRATIONS)
 #: the role tools and the web page's Roles section: their modules load when they are listed
 agent_link_register_tools = registers("agent_link_roles.tools:ROLE_TOOLS")
-agent_link_register_panels = registers("agent_link_roles.panel:PANELS")
+agent_link_register_panels = registers("agent_link_roles.panel:PANELS", optionalhook=True)  # the web plugin's hook
 
 
 @hookimpl
@@ -146,7 +146,7 @@ def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeCon
     return contribution
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # the codex plugin's hook
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App
 ) -> dict[str, Any]:
@@ -201,7 +201,7 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
     return "roles", section
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # the legacy plugin's hook
 def agent_link_register_legacy_importers(register: Any) -> None:
     """The original's role table and role state (``agent-link import-legacy``)."""
     from agent_link_roles.legacy import RolesImporter

@@ -110,10 +110,22 @@ def test_bad_requests_are_invalid_arguments(isolated_env: Path) -> None:
         decide(isolated_env, "claude:s1", "temperature")
 
 
-def test_harnesses_ask_through_the_hook(app: App, isolated_env: Path) -> None:
-    policy_file(isolated_env, {TARGET: {"model": ["claude:s1"]}})
-    allowed = app.hooks.call("agent_link_check_override", target=TARGET, sender=Caller("claude:s1", "runtime_context", "claude"),
-                             setting="model", value="gpt-x", context={})
-    assert allowed == {"allowed": True, "grantedBy": {"rule": "policy", "policyKey": TARGET, "entry": "claude:s1"}}
-    refused = app.hooks.call("agent_link_check_override", target=TARGET, sender=Caller(), setting="model", value="gpt-x", context={})
-    assert refused["allowed"] is False and refused["reason"] == "model_switch_requires_fork_or_opt_in"
+class CodexHooks:
+    """The codex plugin's specification of the hook (the codex harness calls it), without its harness."""
+
+    AGENT_LINK_HOOKSPECS = {"agent_link_codex.hookspecs": ("agent_link_check_override",)}
+
+
+def test_harnesses_ask_through_the_hook(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("agent_link_codex.hookspecs")
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude")
+    app = App.create(extra_plugins=(("codex-hooks", CodexHooks()),))
+    try:
+        policy_file(isolated_env, {TARGET: {"model": ["claude:s1"]}})
+        allowed = app.hooks.call("agent_link_check_override", target=TARGET, sender=Caller("claude:s1", "runtime_context", "claude"),
+                                 setting="model", value="gpt-x", context={})
+        assert allowed == {"allowed": True, "grantedBy": {"rule": "policy", "policyKey": TARGET, "entry": "claude:s1"}}
+        refused = app.hooks.call("agent_link_check_override", target=TARGET, sender=Caller(), setting="model", value="gpt-x", context={})
+        assert refused["allowed"] is False and refused["reason"] == "model_switch_requires_fork_or_opt_in"
+    finally:
+        app.close()

@@ -23,7 +23,7 @@ agent_link_schema = migrations(SEARCH_MIGRATIONS)
 agent_link_register_tools = registers("agent_link_search.tools:TOOLS")
 agent_link_register_commands = commands(
     ("search", "agent_link_search.cli:search_command",
-     "Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1)."),
+     "Search the messages you sent or received (all with AGENT_LINK_INSPECT_ALL=1).", "reader"),
 )
 
 

@@ -52,7 +52,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
 
     from agent_link_waits.cli import add_wait_option
 
-    cli.add_command(command("wait", "agent_link_waits.cli:wait_command", WAIT_HELP, sender=True))
+    cli.add_command(command("wait", "agent_link_waits.cli:wait_command", WAIT_HELP, sender=True, reader=True))
     add_wait_option(cli)
 
 

@@ -8,6 +8,10 @@ token-protected live page where a person watches and answers the agents' mail.
 * :mod:`agent_link_web.cli`: the command; :mod:`agent_link_web.context`: shared pieces.
 """
 
+#: the hooks this plugin calls and others implement (docs/plugins.md, section 3), by the module specifying them;
+#: imported when one of them is first called
+AGENT_LINK_HOOKSPECS = {"agent_link_web.hookspecs": ("agent_link_register_panels",)}
+
 #: the hooks each entry module implements, read without importing it (docs/plugins.md,
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
 AGENT_LINK_HOOKS = {"agent_link_web.plugin": (

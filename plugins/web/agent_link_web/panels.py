@@ -1,6 +1,6 @@
 """Sections that plugins add to the views people read (the ``agent-link web`` page).
 
-A plugin contributes a :class:`Panel` through the core's ``agent_link_register_panels`` hook.
+A plugin contributes a :class:`Panel` through this plugin's ``agent_link_register_panels`` hook (:mod:`agent_link_web.hookspecs`).
 The hook stays in the core so that a plugin implementing it loads without this one; the
 record types are this plugin's, which alone calls the hook (:func:`panels`) and checks each
 record (:func:`check_panel`). A plugin imports them inside its hook implementation (or names a

@@ -50,7 +50,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
     cli.add_command(command(
         "web", "agent_link_web.cli:web_command",
         "Serve a live page of the agents' mail on 127.0.0.1, for you: see conversations, search,"
-        " send and answer as user:<name>. The printed link carries the access token."))
+        " send and answer as user:<name>. The printed link carries the access token.", reader=True))
 
 
 @hookimpl

@@ -13,7 +13,8 @@ from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_web.panels import Panel, PanelLink, PanelView, panels
 
-ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
+#: every plugin but this one, which specifies the hook
+ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name != "web"))
 
 
 def jobs_view(app: App) -> PanelView:
