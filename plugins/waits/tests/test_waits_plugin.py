@@ -48,8 +48,8 @@ def test_a_note_no_wait_takes_over_lapses_and_one_a_wait_takes_runs_its_time(app
     here.hold("team:alice", taken)
     here.hold("team:alice", left)
     assert waits.live_keys(app.store, "team:alice") == {f"reply:{taken}", f"reply:{left}"}
-    start = waits.now_ms()
     waits.renew(app.store, here.holds.pop(taken)[0])  # what a wait on `taken` does as it starts
+    start = waits.now_ms()  # after both holds and the renewal: each expiry is at most this + its span
     monkeypatch.setattr(waits, "now_ms", lambda: start + waits.HOLD_MS + 1)
     assert waits.live_keys(app.store, "team:alice") == {f"reply:{taken}"}
     monkeypatch.setattr(waits, "now_ms", lambda: start + waits.MAX_WAIT_MS + 1)
