@@ -4,14 +4,13 @@ process and the state dir's others: docs/plugins.md, section 3 ("Any exception i
 
 from __future__ import annotations
 
-# C modules behind signal and contextvars: every command loads this module, so no imports
+# C modules behind signal, contextvars and threading: every command loads this module, a read too
 import _contextvars as contextvars
 import _signal
-import json
+import _thread
 import math
 import os
 import sys
-import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -100,6 +99,8 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
     bytes of UTF-8), else None; ``text``: its ``json.dumps(value, ensure_ascii=False)`` if made."""
     if isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
         return f"returned {len(value)} items; at most {limit} bytes of JSON may cross"
+    import json  # not at the top: re and enum would cost every read
+
     try:
         size = len((json.dumps(value, ensure_ascii=False) if text is None else text).encode("utf-8"))
     except (TypeError, ValueError, RecursionError) as exc:
@@ -274,11 +275,12 @@ class _Frame:
 
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
-_MAIN_THREAD = threading.main_thread().ident
+# threading takes the thread that first imports it for the main thread: so does this
+_MAIN_THREAD = sys.modules["threading"].main_thread().ident if "threading" in sys.modules else _thread.get_ident()
 # signal.getsignal's enum conversion costs ~10 us per call (more than the rest of a guarded
 # call); the C module's answers the same object (SIG_DFL/SIG_IGN equal their ints).
 _handler = _signal.getsignal
-_get_ident = threading.get_ident
+_get_ident = _thread.get_ident
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -296,7 +298,7 @@ def watch_interrupts() -> None:
     """Install the SIGINT handler that counts real Ctrl-Cs and the SIGALRM handler that
     interrupts an overrunning call. Main thread only; another's handler is left alone (then
     KeyboardInterrupt counts as real and overruns are only timed). Idempotent."""
-    if threading.current_thread() is not threading.main_thread():
+    if _get_ident() != _MAIN_THREAD:
         return
     if _handler(_signal.SIGINT) is _signal.default_int_handler:
         _signal.signal(_signal.SIGINT, _on_sigint)
