@@ -1,6 +1,7 @@
 """The one guard every plugin call goes through: :meth:`Boundary.call` (synchronous code, inline and timed) and
 :meth:`Boundary.acall` (awaitables, bounded by a deadline); what is a plugin's fault, and what a hang costs in this
-process and the state dir's others: docs/plugins.md, section 3 ("Any exception is the plugin's", "A hang")."""
+process and the state dir's others: docs/plugins.md, section 3 ("Any exception is the plugin's", "A hang"). And running
+async code from sync code that may itself be inside an event loop (:func:`run_inline`, :func:`run_blocking`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import os
 import sys
 import time
 import types
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator, Mapping
 
 from agent_link_core.errors import AgentLinkError, Refused
 from agent_link_core.json_files import read_json_object, write_json_object
@@ -21,7 +22,9 @@ from agent_link_core.lazy import LazyLogger, Struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 log = LazyLogger("agent_link_core.plugins")
 
@@ -62,14 +65,9 @@ def slow_hint(plugin: str) -> str:
 
 
 class Problem(Struct):
-    """One failure of one plugin, as ``agent-link plugins`` and health report it.
-
-    :param hook: the hook (``agent_link_*``), a harness method (``harness.<name>.<method>``),
-        a tool (``tool <name>``) or ``load`` (import and registration).
-    :param error: what went wrong, one line; ``fix``: what to do about it.
-    :param disabled: True when the plugin was left out for the rest of the process.
-    :param count: how many times it happened in this process.
-    """
+    """One failure of one plugin, as ``agent-link plugins`` and health report it: in ``hook`` (``agent_link_*``, a harness
+    method ``harness.<name>.<method>``, ``tool <name>`` or ``load``), the one-line ``error`` and its ``fix``; ``disabled``:
+    the plugin was left out for the rest of the process; ``count``: how many times it happened in this process."""
 
     plugin: str
     hook: str
@@ -175,30 +173,6 @@ def _check_resolution(result: Any, plugin: str) -> str | None:
     return None
 
 
-def _check_warnings(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, (list, tuple)):
-        return f"returned {type(result).__name__}; expected None or a list of warnings"
-    for w in result:
-        if not isinstance(w, Mapping) or not isinstance(w.get("code"), str) or not isinstance(w.get("message"), str):
-            return "returned a warning that is not {'code': str, 'message': str}"
-    return None
-
-
-def _check_recipient(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, Mapping) or not isinstance(result.get("known"), bool):
-        return f"returned {type(result).__name__}; expected None or a dict with a boolean 'known'"
-    warning = result.get("warning")
-    return None if warning is None else _check_warnings([warning], plugin)
-
-
-def _check_sessions(result: Any, plugin: str) -> str | None:
-    from agent_link_core.model import Session
-
-    if not isinstance(result, (list, tuple)) or not all(isinstance(s, Session) for s in result):
-        return f"returned {type(result).__name__}; expected None or a list of Session"
-    return None
-
-
 def _check_contribution(result: Any, plugin: str) -> str | None:
     from agent_link_core.records import EnvelopeContribution
 
@@ -233,6 +207,21 @@ def expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], str
     return lambda result, plugin: None if ok(result) else f"returned {type(result).__name__}; {expected}"
 
 
+def _each(ok: Callable[[Any], bool], kinds: tuple[type[Collection[Any]], ...] = (list, tuple)) -> Callable[[Any], bool]:
+    return lambda result: isinstance(result, kinds) and all(ok(item) for item in result)
+
+
+def _is_session(value: Any) -> bool:
+    from agent_link_core.model import Session
+
+    return isinstance(value, Session)
+
+
+def _str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+_warnings = _each(lambda w: isinstance(w, Mapping) and _str(w.get("code")) and _str(w.get("message")))
 _REGISTERS = expect(lambda r: False, "this hook returns nothing (call register(...) instead)")
 #: how each of the core's hooks' non-None answer is checked; a hook absent here may return anything
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
@@ -240,25 +229,24 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_resolve_address": _check_resolution,
     "agent_link_resolve_elsewhere": expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
                                             "expected None or {'metadata': dict, 'session'?: dict}"),
-    "agent_link_before_send": _check_warnings,
-    "agent_link_before_store": expect(lambda r: isinstance(r, str), "expected None or a stored message's id"),
+    "agent_link_before_send": expect(_warnings, "expected None or a list of warnings {'code': str, 'message': str}"),
+    "agent_link_before_store": expect(_str, "expected None or a stored message's id"),
     "agent_link_render_envelope": _check_contribution,
     "agent_link_health": _check_health,
     **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read", "agent_link_app_opened"),
                     expect(lambda r: False, "observers return nothing")),
-    "agent_link_check_recipient": _check_recipient,
-    "agent_link_wait_for_reply": expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("outcome"), str), "expected a wait's answer {'outcome': ...}"),
-    "agent_link_held_messages": expect(lambda r: isinstance(r, (set, frozenset, list, tuple)) and all(isinstance(i, str) for i in r), "expected message ids"),
-    "agent_link_present_sessions": _check_sessions,
-    "agent_link_suggest_addresses": expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(a, str) for a in r),
-                                            "expected None or a list of addresses"),
+    "agent_link_check_recipient": expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("known"), bool)
+                                         and _warnings([r["warning"]] if r.get("warning") is not None else []),
+                                         "expected None or a dict with a boolean 'known' (and a 'warning' {'code': str, 'message': str})"),
+    "agent_link_wait_for_reply": expect(lambda r: isinstance(r, Mapping) and _str(r.get("outcome")), "expected a wait's answer {'outcome': ...}"),
+    "agent_link_held_messages": expect(_each(_str, (set, frozenset, list, tuple)), "expected message ids"),
+    "agent_link_present_sessions": expect(_each(_is_session), "expected None or a list of Session"),
+    "agent_link_suggest_addresses": expect(_each(_str), "expected None or a list of addresses"),
     "agent_link_push_reminders": expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
-    "agent_link_server_tasks": expect(lambda r: isinstance(r, (list, tuple)) and all(callable(t) for t in r),
-                                       "expected None or a list of coroutine functions"),
-    "agent_link_session_roles": expect(lambda r: isinstance(r, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v)
-                                                                          for k, v in r.items()), "expected {address: [role name, ...]}"),
-    "agent_link_listed_tools": expect(lambda r: isinstance(r, (list, tuple)) and all(isinstance(n, str) for n in r),
-                                       "expected None or a list of tool names"),
+    "agent_link_server_tasks": expect(_each(callable), "expected None or a list of coroutine functions"),
+    "agent_link_session_roles": expect(lambda r: isinstance(r, dict) and all(_str(k) and _each(_str, (list,))(v) for k, v in r.items()),
+                                       "expected {address: [role name, ...]}"),
+    "agent_link_listed_tools": expect(_each(_str), "expected None or a list of tool names"),
 }
 
 
@@ -578,6 +566,50 @@ def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED)
             _disarm(frame)
 
 
+def run_inline(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end on this thread, stepped without an event loop (so a short CLI command never imports
+    :mod:`asyncio`); should it suspend, the rest runs under :func:`asyncio.run`. Only for coroutines that await no I/O: a
+    loop-only call (``asyncio.get_running_loop``) before the first suspension raises RuntimeError.
+
+    :returns: what the coroutine returns; raises what it raises.
+    """
+    try:
+        first = coro.send(None)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    import asyncio
+
+    async def rest() -> T:
+        return await stepped(coro, 0, first)  # type: ignore[no-any-return]
+
+    return asyncio.run(rest())
+
+
+def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run ``factory()`` to completion on a new event loop in a worker thread and return its result (or raise its
+    exception). Usable with or without a running loop in the caller, which is blocked meanwhile: keep ``factory`` bounded."""
+    import asyncio
+    import threading
+
+    box: dict[str, Any] = {}
+
+    async def main() -> T:
+        return await factory()
+
+    def work() -> None:
+        try:
+            box["value"] = asyncio.run(main())
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="agent-link-run-blocking", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
 def timeout_from_env(env: Mapping[str, str]) -> int:
     """``AGENT_LINK_HOOK_TIMEOUT_MS`` (0 = unbounded); a bad value keeps the default."""
     try:
@@ -628,9 +660,10 @@ RECENT_S = 24 * 3600
 
 
 def read_problems(state_dir: str) -> list[dict[str, Any]]:
-    """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid, version?}``)."""
+    """Every kept entry (``{plugin, hook, error, fix, disabled, at (epoch s), pid, version?}``), one of another shape left out."""
     entries = (read_json_object(os.path.join(state_dir, PROBLEMS_FILE)) or {}).get("problems")
-    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("at"), int)
+            and all(isinstance(e.get(k), str) for k in ("plugin", "hook", "error"))] if isinstance(entries, list) else []
 
 
 def append_problem(state_dir: str, problem: dict[str, Any], version: str | None = None) -> None:
@@ -653,15 +686,12 @@ def recent_elsewhere(state_dir: str, seen_here: list[dict[str, Any]],
     """
     mine = {(p["plugin"], p["hook"], p["error"]) for p in seen_here}
     cutoff = time.time() - RECENT_S
-    return [e for e in read_problems(state_dir)
-            if e.get("pid") != os.getpid() and isinstance(e.get("at"), int) and e["at"] >= cutoff
-            and (e.get("plugin"), e.get("hook"), e.get("error")) not in mine
-            and isinstance(e.get("plugin"), str) and e["plugin"] in installed
+    return [e for e in read_problems(state_dir) if e["at"] >= cutoff and e.get("pid") != os.getpid()
+            and (e["plugin"], e["hook"], e["error"]) not in mine and e["plugin"] in installed
             and e.get("version") in (None, installed[e["plugin"]] or e.get("version"))]  # either unknown, or equal
 
 
 def hung_lately(state_dir: str) -> list[dict[str, Any]]:
     """Entries of hooks interrupted after the hook budget (:data:`HUNG`) by any process in the last :data:`HUNG_SKIP_S`."""
     cutoff = time.time() - HUNG_SKIP_S
-    return [e for e in read_problems(state_dir) if isinstance(e.get("error"), str) and e["error"].startswith(HUNG)
-            and isinstance(e.get("at"), int) and e["at"] >= cutoff and isinstance(e.get("plugin"), str) and isinstance(e.get("hook"), str)]
+    return [e for e in read_problems(state_dir) if e["at"] >= cutoff and e["error"].startswith(HUNG)]

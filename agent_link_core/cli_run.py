@@ -425,7 +425,7 @@ def run_async(coro: Any, inline: bool = False) -> Any:
     awaits no I/O, so it runs without asyncio (:func:`agent_link_core.aio.run_inline`)."""
     try:
         if inline:
-            from agent_link_core.aio import run_inline
+            from agent_link_core.boundary import run_inline
 
             return run_inline(coro)
         import asyncio

@@ -13,7 +13,8 @@ from agent_link_core.lazy import LazyLogger
 from agent_link_core import discovery
 from agent_link_core.lazy_plugins import Declared, package_hookspecs
 from agent_link_core.config import check_setting
-from agent_link_core.boundary import CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, current_plugin, timeout_from_env
+from agent_link_core.boundary import (CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, current_plugin, run_blocking,
+                                     timeout_from_env)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,12 +37,9 @@ ENTRY_POINT_GROUP = "agent_link"
 
 
 class PluginReport:
-    """What loading found: ``loaded`` (names, in load order), ``blocked`` (turned off),
-    ``failed`` (``{plugin: reason}``, also those left out later), ``dists`` (each entry-point
-    plugin's distribution, or what the entry-point cache keeps of it: its ``version``).
-
-    :param boundary: the guard whose problems :meth:`problems` lists.
-    """
+    """What loading found: ``loaded`` (names, in load order), ``blocked`` (turned off), ``failed`` (``{plugin: reason}``,
+    also those left out later), ``dists`` (each entry-point plugin's distribution, or the cache's ``version`` of it), and
+    the ``boundary``'s problems."""
 
     def __init__(self, boundary: Boundary) -> None:
         self.loaded: list[str] = []
@@ -57,14 +55,10 @@ class PluginReport:
         return {**dict.fromkeys((*self.loaded, *self.failed)), CORE_PLUGIN: __version__,
                 **{ep.name: ep.dist and str(ep.dist.version) for ep in discovery.entry_points(ENTRY_POINT_GROUP, env)}}
 
-    def problems(self) -> list[dict[str, Any]]:
-        """Every plugin failure so far: ``{plugin, hook, error, fix, disabled, count}``."""
-        return self.boundary.report()
-
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape of ``agent-link plugins --json`` and health's ``plugins``."""
         return {"loaded": list(self.loaded), "blocked": list(self.blocked), "failed": dict(self.failed),
-                "versions": {name: dist.version for name, dist in self.dists.items()}, "problems": self.problems()}
+                "versions": {name: dist.version for name, dist in self.dists.items()}, "problems": self.boundary.report()}
 
 
 def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
@@ -104,12 +98,8 @@ def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, .
 
 
 class Hooks:
-    """Typed facade: one method per hook, calling the guarded implementations as pluggy would.
-    Registration hooks are collected once; a plugin with a refused record is left out whole.
-
-    :param declared: the plugins, as :func:`plugins_of` takes them.
-    :param report: the report to keep up to date.
-    """
+    """Typed facade: one method per hook, calling the guarded implementations of the ``declared`` plugins as pluggy would,
+    keeping ``report`` up to date. Registration hooks are collected once; a plugin with a refused record is left out whole."""
 
     def __init__(self, declared: Declared, report: PluginReport) -> None:
         self._declared = declared
@@ -132,8 +122,7 @@ class Hooks:
         for entry in list(self._declared.entries):
             self._declared.load(entry)  # a failure is reported and leaves the plugin out
 
-    def _disable(self, plugin: str, reason: str) -> None:
-        """Leave ``plugin`` out from now on: its hooks, records and harnesses (the guard skips its calls)."""
+    def _disable(self, plugin: str, reason: str) -> None:  # its records and harnesses: the guard skips its calls
         self.report.failed[plugin] = reason[:300]
         if plugin in self.report.loaded:
             self.report.loaded.remove(plugin)
@@ -153,8 +142,7 @@ class Hooks:
         """:meth:`call`, its awaitable answer awaited (:func:`_settled`)."""
         return await _settled(self.call(hook_name, **kwargs))
 
-    def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:
-        """:meth:`call`'s answer, and what the call learnt."""
+    def _run(self, hook_name: str, **kwargs: Any) -> tuple[Any, CallState]:  # call's answer, and what the call learnt
         if self.trace is not None:
             self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
         kwargs["app"] = self.app
@@ -243,7 +231,7 @@ class Hooks:
         return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
 
     def problems(self) -> list[dict[str, Any]]:
-        """Every plugin failure recorded in this process (see :class:`PluginReport`)."""
+        """Every plugin failure recorded in this process: ``{plugin, hook, error, fix, disabled, count}``, oldest first."""
         return self.boundary.report()
 
     def harnesses(self) -> dict[str, Harness]:
@@ -450,8 +438,8 @@ class Hooks:
                              progress: Any = None, mark: bool = True) -> dict[str, Any] | None:
         """The waits plugin's wait for the resolution of ``message_id`` (``agent_link_wait_for_reply``), or None when no
         plugin waits or it failed (reported). :raises AgentLinkError: what the wait refuses with."""
-        return await _settled(self.call("agent_link_wait_for_reply", caller=caller, message_id=message_id, timeout_ms=timeout_ms,
-                                         poll_ms=poll_ms, progress=progress, mark=mark))
+        return await self.acall("agent_link_wait_for_reply", caller=caller, message_id=message_id, timeout_ms=timeout_ms,
+                                poll_ms=poll_ms, progress=progress, mark=mark)
 
     def suggest_addresses(self, query: str) -> list[str]:
         """The first plugin's addresses closest to ``query`` (at most three), or none."""
@@ -467,14 +455,13 @@ class Hooks:
         results, call = self._run("agent_link_health")
         sections: dict[str, Any] = dict(reversed(results))  # pluggy answers last-registered first
         for plugin in sorted(call.faulted):
-            failed = [p for p in self.boundary.report() if p["plugin"] == plugin and p["hook"] == "agent_link_health"]
-            sections[plugin] = {"error": failed[-1]["error"] if failed else "failed", "fix": failed[-1]["fix"] if failed else ""}
+            problem = self.boundary.problem_of(plugin, "agent_link_health")
+            sections[plugin] = {"error": problem.error, "fix": problem.fix} if problem else {"error": "failed", "fix": ""}
         return sections
 
 
 async def _settled(answer: Any) -> Any:
-    """A hook's ``answer``, awaited when awaitable: on the running loop, or (stepped without one,
-    :func:`agent_link_core.aio.run_inline`) on a loop of its own in a worker thread."""
+    """``answer``, awaited when awaitable: on the running loop, or (stepped without one: boundary.run_inline) in a worker thread."""
     if not _awaitable(answer):
         return answer
     asyncio = sys.modules.get("asyncio")  # not imported: no loop runs
@@ -483,8 +470,6 @@ async def _settled(answer: Any) -> Any:
             return await answer
     except RuntimeError:  # no running loop
         pass
-    from agent_link_core.aio import run_blocking
-
     return run_blocking(lambda: answer)
 
 

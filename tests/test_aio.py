@@ -1,4 +1,4 @@
-"""agent_link_core.aio.run_inline: a coroutine stepped without an event loop, handed to one
+"""agent_link_core.boundary.run_inline: a coroutine stepped without an event loop, handed to one
 when it suspends after all."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from agent_link_core import hookimpl
-from agent_link_core.aio import run_inline
+from agent_link_core.boundary import run_inline
 
 
 def test_a_coroutine_that_never_suspends_runs_without_a_loop() -> None:

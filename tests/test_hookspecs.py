@@ -831,9 +831,9 @@ def test_a_plugin_specifies_hooks_that_others_implement_guarded_as_the_cores(iso
         with pytest.raises(AgentLinkError):  # the spec lets it refuse
             app.hooks.call("agent_link_rate_note", note="refused")
         assert app.hooks.call("agent_link_rate_note", note="wrong") is None  # the spec's check refuses the answer
-        assert "expected a score" in json.dumps(app.plugin_report.problems())
+        assert "expected a score" in json.dumps(app.hooks.problems())
         assert Notes.notes(app) == {}  # a registration hook: a refused record leaves its plugin out
-        assert any(p["plugin"] == "writers" and "registered a str" in p["error"] and p["disabled"] for p in app.plugin_report.problems())
+        assert any(p["plugin"] == "writers" and "registered a str" in p["error"] and p["disabled"] for p in app.hooks.problems())
         assert writers.asked == 1
     finally:
         app.close()

@@ -105,7 +105,7 @@ HEAVY_MODULES = ("mcp", "pydantic", "jsonschema", "rich", "jinja2", "starlette",
                  # the hooks plugins specify (AGENT_LINK_HOOKSPECS): imported when one is called, never for an implementer's load
                  "agent_link_web.hookspecs", "agent_link_legacy.hookspecs", "agent_link_codex.hookspecs")
 #: nor does either need an event loop: a send to a plain address awaits no harness
-#: (agent_link_core.aio.run_inline), and nothing in an inbox read is asynchronous
+#: (agent_link_core.boundary.run_inline), and nothing in an inbox read is asynchronous
 LOOP_MODULES = ("asyncio", "ssl")
 #: nor the role table's code (no roles.json in a fresh state dir) nor pathlib (no plugin's
 #: load makes a path)

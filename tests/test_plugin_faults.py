@@ -557,7 +557,7 @@ async def test_bad_contributions_are_refused_naming_plugin_hook_and_fix(what: st
 def test_a_refusal_message_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     app, _ = make_app(Contributes("core_setting"), monkeypatch, "wrong")
     try:
-        (problem,) = app.plugin_report.problems()
+        (problem,) = app.hooks.problems()
         assert problem["hook"] == "agent_link_register_settings"
         assert "AGENT_LINK_STATE_DIR" in problem["error"] and "core's own setting" in problem["error"]
         assert problem["fix"].startswith("A plugin cannot redefine a core setting")
@@ -615,7 +615,7 @@ def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatc
 
         app.hooks.call("agent_link_on_event", event=Event("sent", None, 1))
         assert order == ["first", "middle", "last"]
-        assert [(p["plugin"], p["hook"], p["disabled"]) for p in app.plugin_report.problems()] == [("wraps", "load", True)]
+        assert [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.problems()] == [("wraps", "load", True)]
         assert "wrappers are not supported" in app.plugin_report.failed["wraps"]
     finally:
         app.close()
@@ -690,7 +690,7 @@ async def test_a_plugin_cannot_claim_another_plugins_harness_name(monkeypatch: p
     try:
         assert app.harnesses["good"] is good.harness
         assert "thief" in app.plugin_report.failed and "good" not in app.plugin_report.failed
-        (problem,) = [p for p in app.plugin_report.problems() if p["plugin"] == "thief"]
+        (problem,) = [p for p in app.hooks.problems() if p["plugin"] == "thief"]
         assert "plugin 'good' already registered" in problem["error"]
         await assert_core_serves(app, good)
     finally:

@@ -71,7 +71,7 @@ def test_duplicate_harness_names_refuse_the_second_naming_both() -> None:
     hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("first", One()), ("second", One())))
     report = hooks.report
     assert list(hooks.harnesses()) == ["dup"]
-    (problem,) = report.problems()
+    (problem,) = hooks.problems()
     refused = problem["plugin"]
     kept = ({"first", "second"} - {refused}).pop()
     assert f"which plugin {kept!r} already registered" in problem["error"]
@@ -91,7 +91,7 @@ def test_misspelled_hookimpl_is_reported_and_left_out() -> None:
     report = hooks.report
     assert "typo" in report.failed and "agent_link_on_evnt" in report.failed["typo"]
     assert list(hooks.hook_view()["typo"]) == ["load"]  # registered for no hook: only its failed load was timed
-    assert "AGENT_LINK_DISABLE_PLUGINS=typo" in report.problems()[0]["fix"]
+    assert "AGENT_LINK_DISABLE_PLUGINS=typo" in hooks.problems()[0]["fix"]
 
 
 def test_core_tests_load_no_installed_plugin() -> None:

@@ -238,7 +238,7 @@ async def send_reliably(
 def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
     """True when :func:`send_reliably` to the (stripped) ``target`` reaches no harness: a plain
     address (no harness owns its scheme, not a role) from a sender no harness proves. Such a send
-    only stores the message, so it runs without an event loop (:func:`agent_link_core.aio.run_inline`)."""
+    only stores the message, so it runs without an event loop (:func:`agent_link_core.boundary.run_inline`)."""
     if not is_address(target):
         return False
     scheme, owners = address_scheme(target), app.harnesses

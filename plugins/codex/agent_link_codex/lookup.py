@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agent_link_core import __version__, aio
+from agent_link_core import __version__, boundary
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
 
@@ -127,8 +127,8 @@ async def probe_all(endpoints: list[Endpoint], thread_id: str | None = None, *, 
 
 def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
     """Run ``factory()`` on a private event loop in a worker thread and return its result
-    (:func:`agent_link_core.aio.run_blocking`); the caller is blocked meanwhile."""
-    return aio.run_blocking(factory)
+    (:func:`agent_link_core.boundary.run_blocking`); the caller is blocked meanwhile."""
+    return boundary.run_blocking(factory)
 
 
 def candidate_endpoint(harness: CodexHarness, endpoint_id: str, what: str) -> Endpoint:
