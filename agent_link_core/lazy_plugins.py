@@ -42,13 +42,9 @@ class Impl(Struct):
 
 
 class Entry(Struct):
-    """One plugin of :class:`Declared`: ``hooks`` it implements (as declared, then as found once
-    imported; None: not known yet), ``impls`` (``{hook: (function, options)}`` once imported),
-    ``records`` (``{hook: declared records}`` answering it unimported).
-
-    :param load: ``() -> module`` (an entry point's ``load``), or None when ``module`` is given.
-    :param package: its top-level package's name (which plugin a module belongs to).
-    """
+    """One plugin of :class:`Declared`: ``load`` (``() -> module``, None when ``module`` is given), its top-level
+    ``package``, the ``hooks`` it implements (as declared, then as found once imported; None: not known yet), ``impls``
+    (``{hook: (function, options)}`` once imported), ``records`` (``{hook: declared records}`` answering it unimported)."""
 
     name: str
     load: Callable[[], Any] | None

@@ -63,13 +63,12 @@ class PluginReport:
 
 def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
                declared: bool = False) -> Hooks:
-    """The plugins of ``env`` as given (default: the process's; no settings file read) in load
-    order, then ``extra_plugins``; never raises for a plugin's fault (it is in the report).
+    """The plugins of ``env`` as given (default: the process's; no settings file read) in load order, then
+    ``extra_plugins`` (objects or ``(name, plugin)`` pairs); never raises for a plugin's fault (it is in the report).
 
     :param env: where ``AGENT_LINK_DISABLE_PLUGINS``, ``..._LOAD_PLUGINS``, ``..._HOOK_TIMEOUT_MS`` are read.
-    :param extra_plugins: plugin objects (or ``(name, plugin)`` pairs) registered after the entry points.
-    :param declared: take each entry point's plugin by the hooks its package declares, imported
-        when a call needs one; else every plugin is imported now.
+    :param declared: take each entry point's plugin by the hooks its package declares, imported when a call needs one;
+        else every plugin is imported now.
     """
     env = os.environ if env is None else env
     boundary = Boundary(timeout_from_env(env))
@@ -159,15 +158,13 @@ class Hooks:
             return (None if first else results), call
 
     def collect(self, kind: str, hook_name: str, check: Callable[[Any], None]) -> dict[str, Any]:
-        """Run a ``register``-style hook once; ``{record name: record}`` of accepted records
-        (also for a plugin consuming a core hook with records of its own: panels, importers).
+        """Run ``register``-style hook ``hook_name`` once (also a plugin's hook with records of its own: panels, importers).
 
         :param kind: what the records are, in reports and :meth:`owner` (``legacy importer``).
-        :param hook_name: the hook, called with ``register`` (and ``app`` for tools).
-        :param check: raises :class:`~agent_link_core.boundary.Refused` for a record it refuses;
-            the plugin that registered it is then left out and reported.
-        :returns: the accepted records by their ``name`` attribute (two of one name: the later
-            plugin is left out); the same answer for every later call with this ``kind``.
+        :param check: raises :class:`~agent_link_core.boundary.Refused` for a record it refuses; the plugin that
+            registered it is then left out and reported.
+        :returns: ``{name attribute: record}`` of the accepted records (two of one name: the later plugin is left out);
+            the same answer for every later call with this ``kind``.
         """
         if kind not in self._records:
             offered: list[tuple[str, Any]] = []
