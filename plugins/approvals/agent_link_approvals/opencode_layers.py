@@ -137,7 +137,7 @@ def substitute(text: str, env: Mapping[str, str], folder: Path, source: str) -> 
         target = Path(os.path.expanduser(name) if name.startswith("~/") else name)
         target = target if target.is_absolute() else folder / target
         try:
-            content = target.read_text(encoding="utf-8").strip()
+            content = target.read_text(encoding="utf-8-sig").strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigFileError("malformed", f"{source}: bad file reference {match.group(0)!r} "
                                                f"({target}: {getattr(exc, 'strerror', None) or exc})") from None
@@ -187,7 +187,7 @@ def layer_of(layer: Layer, raw: bytes | None, env: Mapping[str, str]) -> Layer:
     assert layer.path is not None
     if raw is None:
         return dataclasses.replace(layer, data=None, raw=None)
-    text = substitute(decode_utf8(layer.path, raw), env, layer.path.parent, layer.source)
+    text = substitute(decode_utf8(layer.path, raw, bom=True), env, layer.path.parent, layer.source)
     return dataclasses.replace(layer, data=parse_text(text, layer.source), raw=raw)
 
 
