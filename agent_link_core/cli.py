@@ -1,5 +1,5 @@
-"""The ``agent-link`` root group (click), built per invocation, and what plugins' click commands share (with :mod:`agent_link_core.cli_run`'s
-helpers, re-exported here). A core command is imported only when it runs or a help lists it; plugins add theirs through ``agent_link_register_commands``."""
+"""The ``agent-link`` root group (click), built per invocation, and what plugins' click commands share (with the helpers of
+:mod:`agent_link_core.cli_run`, re-exported here). Plugins add commands through ``agent_link_register_commands``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Callable
 import click
 
 from agent_link_core import __version__
-from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
+from agent_link_core.cli_run import (EXIT_HELP, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
                                      FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, Command, Param, emit, fail, get_app,
                                      guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, sender_params,
                                      usage_line, who_am_i)
@@ -19,7 +19,7 @@ from agent_link_core.errors import AgentLinkError
 
 
 class WholeRange(click.IntRange):
-    """An integer range that refuses a non-number as "not a valid integer" (click says "integer range")."""
+    """An integer range refusing a non-number as "not a valid integer" (click says "integer range")."""
 
     name = "integer"
 
@@ -48,7 +48,7 @@ def table(columns: list[str], rows: list[list[Any]]) -> None:
     console.print(t)
 
 
-#: The core's commands: name -> ``"module:attribute"`` of a declared :class:`~agent_link_core.cli_run.Command`
+#: The core's commands: name -> ``"module:attribute"`` of a :class:`~agent_link_core.cli_run.Command`
 CORE_COMMANDS = {
     **FAST_COMMANDS,
     "health": "agent_link_core.commands.health:health", "plugins": "agent_link_core.commands.health:plugins",
@@ -59,7 +59,7 @@ SELF_CONTAINED = ("mcp", "hook")
 
 
 class AgentLinkGroup(click.Group):
-    """Root group: imports a core command when it is looked up, and loads the plugins' commands the first time any but the self-contained ones is."""
+    """Root group: imports a core command when looked up, the plugins' commands on the first lookup of any but :data:`SELF_CONTAINED`."""
 
     _plugins_loaded = False
 
@@ -70,7 +70,6 @@ class AgentLinkGroup(click.Group):
             self.add_command(click.Command(name))  # a placeholder until looked up: no plugin can take its name
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; Ctrl-C ends it with :func:`interrupted` (exit 130, one line)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # the waiting commands catch it first and say more
@@ -117,7 +116,7 @@ class AgentLinkGroup(click.Group):
 
 
 def build_cli() -> click.Group:
-    """A fresh root group (core commands filled in when looked up, plugins' on the first lookup)."""
+    """A fresh root group (:class:`AgentLinkGroup`)."""
 
     @click.group(cls=AgentLinkGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, prog_name="agent-link")
@@ -149,7 +148,7 @@ def click_command(declared: Command) -> click.Command:
 
 
 def declared_option(declared: Param) -> Callable[[Any], Any]:
-    """A click option decorator for a declared flag or text option; ``--from`` also brings the harnesses' sender options (added at lookup)."""
+    """A click option decorator for a declared flag or text option (``--from`` also brings the harnesses' sender options)."""
     def one_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:  # the second of the two given refuses
         if value and declared in (JSON, NDJSON) and ctx.params.get("ndjson" if declared is JSON else "as_json"):
             raise click.UsageError("choose one of --json and --ndjson", ctx)
@@ -178,8 +177,8 @@ NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def run_click(cli: click.Group) -> None:
-    """Run the group as click's standalone mode does, but with a usage error as one stderr line (:func:`usage_line`);
-    always raises SystemExit with the command's exit status (2 for a usage error)."""
+    """Run the group as click's standalone mode does, a usage error one stderr line (:func:`usage_line`); always raises
+    SystemExit with the command's exit status."""
     try:
         status = cli.main(prog_name="agent-link", standalone_mode=False)
     except click.ClickException as exc:

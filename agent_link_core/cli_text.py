@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Tool argument -> CLI option or argument, for every command (a command's own table wins).
+# (a lower-case path needs none when it is the option's name: ``--path``)
 FIELD_NAMES = {
-    "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "ttl-ms": "--ttl-ms",
-    "from": "--from", "requireKnown": "--require-known", "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS",
+    "replyBy": "--reply-by", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "requireKnown": "--require-known", "alias": "ALIAS",
     "new": "NEW", "address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
-    "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
+    "query": "QUERY", "senderProject": "--from-project", "senderLabel": "--label",
 }
 COMMAND_FIELDS = {"send": {"messageId": "--message-id"}, "inbox": {"messageId": "--message-id"}}
 # MCP tool -> the command a person runs for the same thing.

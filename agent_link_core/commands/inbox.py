@@ -36,8 +36,8 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
           message_id: str | None, offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
     """Read the messages other agents sent to this session (open ones; --all: every one).
 
-    One read returns what fits AGENT_LINK_READ_BYTES (or the calling host's own limit);
-    a message larger than that comes in pages: follow the printed --offset.
+    A plugin may limit a read's size (the budgets plugin: the calling host's limit, else
+    AGENT_LINK_READ_BYTES); a message larger than that comes in pages: follow the printed --offset.
     """
     from agent_link_core import reading
     from agent_link_core.cli_text import cli_words, terminal_safe
@@ -80,6 +80,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         who = f" --as {d['address']}" if as_address else ""  # the commands printed read on as the same reader
         # a read that marks nothing still counts what it showed as unread: only the rest waits
         left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
+        waiting = f"{left} more message(s) wait: run agent-link inbox{who} again."
         if page is not None:  # one message too large for one read: a part of its envelope
             end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
             echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
@@ -87,14 +88,14 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
             if page["nextOffset"] is not None:
                 echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
             elif left > 0:  # its last page: the other mail still waits
-                echo(f"{left} more message(s) wait: run agent-link inbox{who} again.")
+                echo(waiting)
             return
         if not d["messages"]:
             echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
             return
         print_messages(app, d["messages"], show_envelope)
         if d.get("more") and left > 0:
-            echo(f"{left} more message(s) wait: run agent-link inbox{who} again.")
+            echo(waiting)
         if all_mail and cut:  # the listing was cut: said with the command that lists the next page, as unread mail left over is
             echo(f"Older ones: agent-link inbox{who} --all{f' --limit {limit}' if limit != 20 else ''} --before {d['nextBefore']}")
         if any(m.get("anticipation") != "fyi" for m in d["messages"]):
