@@ -187,7 +187,6 @@ def run_click(cli: click.Group) -> None:
         else:
             exc.show()
         sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("Aborted!", err=True)
-        sys.exit(1)
+    except click.Abort:  # Ctrl-C while click parsed (a command's own run ends in AgentLinkGroup.invoke): as documented, 130
+        interrupted()
     sys.exit(status if isinstance(status, int) else 0)

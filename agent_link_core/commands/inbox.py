@@ -43,14 +43,12 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     from agent_link_core.cli_text import cli_words, terminal_safe
     from agent_link_core.identity import reads_own_mail
 
-    if offset is not None and message_id is None:
-        usage_error("--offset needs --message-id")
-    if before is not None and not all_mail:
-        usage_error("--before needs --all")
-    if message_id is not None and all_mail:
-        usage_error("choose one of --message-id and --all")
-    if peek and mark_read:
-        usage_error("choose one of --peek and --mark-read")
+    for wrong, said in ((offset is not None and message_id is None, "--offset needs --message-id"),
+                        (before is not None and not all_mail, "--before needs --all"),
+                        (message_id is not None and all_mail, "choose one of --message-id and --all"),
+                        (peek and mark_read, "choose one of --peek and --mark-read")):
+        if wrong:
+            usage_error(said)
     app = get_app(ctx)
     caller = as_caller(app, as_address)
     peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
