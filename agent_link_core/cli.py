@@ -10,9 +10,8 @@ from typing import Any, Callable
 import click
 
 from agent_link_core import __version__
-from agent_link_core.cli_run import (EXIT_HELP, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
-                                     FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, Command, Param, emit, fail, get_app,
-                                     guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, sender_params,
+from agent_link_core.cli_run import (EXIT_HELP, EXIT_UNKNOWN, FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, Command, Param,  # noqa: F401
+                                     emit, fail, get_app, guarded, import_target, interrupted, plugin_hooks, run_async, sender_params,
                                      usage_line, who_am_i)
 from agent_link_core.cli_text import printable
 from agent_link_core.errors import AgentLinkError
@@ -49,11 +48,7 @@ def table(columns: list[str], rows: list[list[Any]]) -> None:
 
 
 #: The core's commands: name -> ``"module:attribute"`` of a :class:`~agent_link_core.cli_run.Command`
-CORE_COMMANDS = {
-    **FAST_COMMANDS,
-    "health": "agent_link_core.commands.health:health", "plugins": "agent_link_core.commands.health:plugins",
-    "mcp": "agent_link_core.commands.health:mcp", "hook": "agent_link_core.commands.health:hook",
-}
+CORE_COMMANDS = {**FAST_COMMANDS, **{name: f"agent_link_core.commands.health:{name}" for name in ("health", "plugins", "mcp", "hook")}}
 #: commands that start on their own: no plugin is loaded to look them up
 SELF_CONTAINED = ("mcp", "hook")
 

@@ -29,11 +29,8 @@ Exit codes:
   130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
 EXIT_UNKNOWN, EXIT_UNDELIVERED = 3, 7
 #: the core commands :func:`run_fast` runs: name -> ``"module:attribute"`` of a :class:`Command`
-FAST_COMMANDS = {
-    "inbox": "agent_link_core.commands.inbox:inbox", "send": "agent_link_core.commands.send:send",
-    "reply": "agent_link_core.commands.message:reply", "status": "agent_link_core.commands.message:status",
-    "show": "agent_link_core.commands.message:show",
-}
+FAST_COMMANDS = {name: f"agent_link_core.commands.{module}:{name}" for name, module in
+                 (("inbox", "inbox"), ("send", "send"), ("reply", "message"), ("status", "message"), ("show", "message"))}
 _BAD = object()  # a value the fast parser does not take: click words the refusal
 
 
@@ -498,8 +495,7 @@ def prove_reading(app: App, address: str) -> None:
     from agent_link_core.model import RUNTIME_SOURCES
 
     if not reader_proved_here(app, address):
-        # only a session its host names needs the host's proof (I/O); any other reader is
-        # refused without awaiting anything, so without starting asyncio
+        # only a session its host names needs the host's proof (I/O); any other is refused without starting asyncio
         asks_host = (caller := app.caller()).known and caller.address == address and caller.source in RUNTIME_SOURCES
         run_async(prove_reader(app, address), inline=not asks_host)
 

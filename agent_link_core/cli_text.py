@@ -14,8 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# Tool argument -> CLI option or argument, for every command (a command's own table wins).
-# (a lower-case path needs none when it is the option's name: ``--path``)
+# Tool argument -> CLI option or argument, for every command (a command's own wins; without one a path reads ``--path``).
 FIELD_NAMES = {
     "replyBy": "--reply-by", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "requireKnown": "--require-known", "alias": "ALIAS",
     "new": "NEW", "address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",

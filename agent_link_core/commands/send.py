@@ -197,9 +197,8 @@ async def send_reliably(
                         attempts=1 if outcome.created and delivery is not None else 0,
                         warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []),
                         fields={k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
-    # A resend with the same id finishes what an earlier attempt left (it died after storing the
-    # message, or its push found the session unable to take it): a queued one is offered again, an
-    # unknown one on request. The harness checks whether an earlier push landed: nothing is pushed twice.
+    # A resend with the same id finishes what an earlier attempt left (it died after storing, or its push found the session
+    # unable to take it): a queued one is offered again, an unknown one on request (the harness checks what landed).
     previous = app.mailbox.push_outcome(row["id"]) if not outcome.created else None
     if previous == "queued" or (previous == "unknown" and retry_unknown):
         if expires_at is not None and now_ms() > expires_at:
