@@ -58,9 +58,8 @@ class Param:
                 value: Any = int(text) if self.kind == "whole" else float(text)
             except ValueError:
                 return _BAD
-            if value != value or (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-                return _BAD
-            return value
+            inside = value == value and (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+            return value if inside else _BAD
         if self.kind == "choice":
             return text if text in self.choices else _BAD
         if self.kind == "file" and os.path.exists(text) and (os.path.isdir(text) or not os.access(text, os.R_OK)):
@@ -372,6 +371,8 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
 def message_text(text: str | None, path: str | None) -> str:
     """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (at most the limit plus one byte read). A refusal ends
     the command (:func:`fail`): ``invalid_arguments`` (neither or both, unreadable, not UTF-8), ``body_too_large``."""
+    import contextlib
+
     from agent_link_core.config import not_utf8
     from agent_link_core.envelope import MAX_BODY_BYTES
     from agent_link_core.errors import invalid_arguments
@@ -393,11 +394,8 @@ def message_text(text: str | None, path: str | None) -> str:
         return text
     source = "stdin" if path is None else path
     try:
-        if path is None:
-            raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
-        else:
-            with open(path, "rb") as f:
-                raw = f.read(MAX_BODY_BYTES + 1)
+        with open(path, "rb") if path is not None else contextlib.nullcontext(sys.stdin.buffer) as f:
+            raw = f.read(MAX_BODY_BYTES + 1)
     except OSError as exc:
         fail(invalid_arguments([{"path": "file", "rule": "readable", "expected": f"a readable file ({exc.strerror})"}]))
     if len(raw) > MAX_BODY_BYTES:  # read no further: its whole size is not known
