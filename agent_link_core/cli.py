@@ -97,10 +97,8 @@ class AgentLinkGroup(click.Group):
             with contextlib.suppress(SystemExit):  # one that cannot load (said, reported): a listing goes on
                 command = command.load(ctx)  # type: ignore[union-attr]
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
-            try:
+            with contextlib.suppress(AgentLinkError):  # a bad setting: a help still lists the command and running it says why
                 command.params += [click_param(p) for p in sender_params(plugin_hooks(ctx).harnesses(), {p.name for p in command.params})]
-            except AgentLinkError:  # a bad setting: a help still lists the command and running it says why
-                pass
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
