@@ -64,6 +64,12 @@ class AgentLinkGroup(click.Group):
         for name in CORE_COMMANDS:
             self.add_command(click.Command(name))  # a placeholder until looked up: no plugin can take its name
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:  # while the root's options ran (--help loads the plugins): not click's "Aborted!", exit 1
+            interrupted()
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -180,6 +186,4 @@ def run_click(cli: click.Group) -> None:
         else:
             exc.show()
         sys.exit(exc.exit_code)
-    except click.Abort:  # Ctrl-C while click parsed (a command's own run ends in AgentLinkGroup.invoke): as documented, 130
-        interrupted()
     sys.exit(status if isinstance(status, int) else 0)

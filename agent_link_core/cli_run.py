@@ -176,8 +176,7 @@ def run_fast(argv: list[str]) -> bool:
         return False
     spec: Command = import_target(FAST_COMMANDS[argv[0]])
     root = _current = Context("agent-link")
-    if spec.reader:
-        root.meta["read_only_ok"] = True
+    root.meta["read_only_ok"] = spec.reader
     try:
         params = spec.params
         try:  # the harnesses' declarations name the sender options: no database is opened for them
@@ -361,9 +360,8 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
     if "openCount" in data:
         data["openCount"] = sum(1 for v in views if v.get("open"))
     if "remainingCount" in data:  # a paged message is among ids once its last page is shown
-        data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
+        left = data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
         if "more" in data:
-            left = data["remainingCount"]
             data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
     return data
 
@@ -545,6 +543,5 @@ def raise_internal(exc: BaseException) -> NoReturn:
     import logging
 
     logging.getLogger("agent_link_core.cli").exception("agent-link failed", exc_info=exc)
-    fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).",
-                        {"cause": type(exc).__name__},
+    fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).", {"cause": type(exc).__name__},
                         hint="Rerun with AGENT_LINK_DEBUG=1 (the log names the cause) and report it."))

@@ -142,7 +142,6 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     if view.get("correlationId"):
         lines.append(f"  thread:  {printable(view['correlationId'])}")
     if body is not None:
-        lines.append("")
-        lines += ["  " + line for line in terminal_safe(body).split("\n")]
+        lines += ["", *("  " + line for line in terminal_safe(body).split("\n"))]
     lines.append("")
     return lines
