@@ -23,7 +23,7 @@ read from the code bundled in the pinned binary), lowest first; a later layer wi
 Each layer is merged with remeda's ``mergeDeep``: objects key by key, recursively; any other
 value replaces. So a key keeps the place of the first layer that had it and takes the value of
 the last one: that is the order in which the last matching permission key decides. Each file is
-JSONC (:mod:`agent_link_approvals.jsonc`) after ``{env:VAR}`` and ``{file:path}`` are
+JSONC (:mod:`agent_link_hostkit.jsonc`) after ``{env:VAR}`` and ``{file:path}`` are
 substituted in its text. Not read: remote configs (an organisation's ``.well-known/opencode``
 named in opencode's ``auth.json``, a console account's config), the legacy TOML ``config`` file,
 and the legacy ``tools`` object. ``plugins/approvals/tests/test_approvals_opencode_realhost.py``
@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from agent_link_approvals import jsonc
+from agent_link_hostkit import jsonc
 from agent_link_approvals.files import ConfigFileError, decode_utf8, read_bytes
 
 Path_ = tuple[str, ...]
