@@ -86,11 +86,12 @@ class ConfigFile:
 
 
 def _strip_jsonc(text: str) -> tuple[str, str | None]:
-    """``text`` with its comments and trailing commas blanked (:func:`agent_link_hostkit.jsonc.strip`)
-    and where the first of them is (None: plain JSON).
+    """``text`` without a leading byte order mark, its comments and trailing commas blanked
+    (:func:`agent_link_hostkit.jsonc.strip`), and where the first of them is (None: plain JSON).
 
     :raises ValueError: a block comment that is never closed.
     """
+    text = text.removeprefix("\ufeff")  # opencode drops a leading byte order mark too
     plain = jsonc.strip(text)
     first = next((i for i, (a, b) in enumerate(zip(text, plain)) if a != b), None)
     if first is None:
@@ -255,11 +256,12 @@ def check_install(found: ConfigFile, executable: Path, plugin_file: Path) -> Non
 
 
 def render(config: dict[str, Any], like: str | None) -> str:
-    """``config`` as JSON formatted like the text ``like`` (its indentation and separators, its
-    final line break; 2 spaces for a new file)."""
+    """``config`` as JSON formatted like the text ``like`` (its byte order mark, indentation and
+    separators, its final line break; 2 spaces for a new file)."""
     if like is None or not like.strip():
         return json.dumps(config, indent=2, ensure_ascii=False) + "\n"
-    return jsonedit.dump(config, jsonedit.style(like)) + like[len(like.rstrip()):]
+    bom = "\ufeff" if like.startswith("\ufeff") else ""
+    return bom + jsonedit.dump(config, jsonedit.style(like)) + like[len(like.rstrip()):]
 
 
 def _spliced(text: str, *, server: dict[str, Any] | None, plugin: str | None) -> str:
@@ -301,7 +303,7 @@ def edited(found: ConfigFile, want: dict[str, Any], *, server: dict[str, Any] | 
     if found.text and found.text.strip() and found.data:
         try:
             text = _spliced(found.text, server=server, plugin=plugin)
-            if json.loads(text) == want:
+            if _parse(text) == want:
                 return text
         except (ValueError, IndexError, KeyError, RecursionError):
             pass
