@@ -58,6 +58,13 @@ LISTING_PAGE: dict[str, Any] = {
     "hasMore": BOOL, "nextCursor": NSTR, "filters": OBJ,
     "filteredOut": {"type": "object", "additionalProperties": INT, "description": "How many sessions each filter left out."},
 }
+#: How long a wait runs (``wait_for_agent``, ``waitForReply``: the waits plugin; the host plugins' sends with a wait).
+TIMEOUT_MS: dict[str, Any] = {
+    "type": "integer", "minimum": 0, "maximum": 600000, "default": 60000,
+    "description": "How long to wait, in ms. A client that sends a progress token gets a progress notification every 10 s "
+                   "and the wait runs up to timeoutMs; without one a call returns within 50 s (result capped: true; "
+                   "call again to keep waiting)."}
+POLL_MS: dict[str, Any] = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
 
 
 def closed_object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
