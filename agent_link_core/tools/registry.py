@@ -31,8 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover  (jsonschema loads at the first call that 
 log = logging.getLogger(__name__)
 INT_RE = re.compile(r"^-?[0-9]+$")
 TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120, 300 s): one wait never holds a call longer, and says so.
-MAX_WAIT_PER_CALL_MS = 50_000
 #: ``async (progress, total, message) -> None``: one MCP progress notification for the tool call being served (ms for waits)
 Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.tools.core_tools import harness_declared, idempotency_key
-from agent_link_core.tools.registry import MAX_WAIT_PER_CALL_MS, ToolCall, ToolSpec
+from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import AGENT_QUERY, BOOL, INT, NSTR, OBJ, POLL_MS, STR, TIMEOUT_MS, ULID, closed_object
 
-from agent_link_waits.waits import waits_of
+from agent_link_waits.waits import MAX_WAIT_PER_CALL_MS, waits_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,7 +75,7 @@ _PUSHING: set[asyncio.Future[Any]] = set()
 async def send_and_wait(app: App, args: dict[str, Any], recipient: str, send: Callable[..., asyncio.Future[dict[str, Any]]],
                         call: ToolCall) -> dict[str, Any]:
     """``message_agent`` with ``waitForReply`` (``agent_link_tool_send``): the send, then the wait for its answer, the
-    whole call within :data:`~agent_link_core.tools.registry.MAX_WAIT_PER_CALL_MS` unless the client sent a progress token."""
+    whole call within :data:`~agent_link_waits.waits.MAX_WAIT_PER_CALL_MS` unless the client sent a progress token."""
     started = time.monotonic()
     # the answer of a push that outlasts the call names it; agent_link_before_send notes the wait under it before the
     # question is stored, so a quicker reply is held for the wait, never also pushed
