@@ -75,18 +75,15 @@ EXTENDED = {"message_agent": ("send_option_specs", "send_result_fields"), "agent
 
 
 def core_specs(app: App | None) -> list[ToolSpec]:
-    """:data:`CORE_TOOLS`, those of :data:`EXTENDED` with the arguments and result fields (``SendOption`` schemas for
-    send options) the App's harnesses declare for them before their own, and what plugins add (``agent_link_extend_tools``) after."""
-    added: dict[str, list[Mapping[str, Any]]] = {}
-    for answer in app.hooks.call("agent_link_extend_tools") if app is not None else ():
-        for name, extension in answer.items():
-            added.setdefault(name, []).append(extension)
+    """:data:`CORE_TOOLS`, with the arguments and result fields the App's harnesses declare for those of :data:`EXTENDED`
+    (``SendOption`` schemas for send options) before their own, and what plugins add (``agent_link_extend_tools``) after."""
+    added = app.hooks.call("agent_link_extend_tools") if app is not None else []
     specs = []
     for spec in CORE_TOOLS:
         arguments, fields = (harness_declared(app, attribute) if attribute else {} for attribute in EXTENDED.get(spec.name, (None, None)))
-        arguments = {name: value.schema if isinstance(value, SendOption) else value for name, value in arguments.items()}
-        arguments, fields, description = {**arguments, **spec.input_schema["properties"]}, {**fields, **spec.output_fields}, spec.description
-        for extension in added.get(spec.name, ()):  # a name taken already (by another plugin) keeps its first schema
+        arguments = {**{name: getattr(value, "schema", value) for name, value in arguments.items()}, **spec.input_schema["properties"]}
+        fields, description = {**fields, **spec.output_fields}, spec.description
+        for extension in (answer[spec.name] for answer in added if spec.name in answer):  # a name taken keeps its first schema
             arguments = {**arguments, **{k: v for k, v in extension.get("input", {}).items() if k not in arguments}}
             fields = {**fields, **{k: v for k, v in extension.get("output", {}).items() if k not in fields}}
             description += extension.get("description", "")
@@ -95,16 +92,12 @@ def core_specs(app: App | None) -> list[ToolSpec]:
 
 
 def extension_problem(answer: Any) -> str | None:
-    """Why an ``agent_link_extend_tools`` answer is refused (a tool that is not the core's, a name the tool has, a schema
-    that is not JSON Schema draft 2020-12), or None."""
-    if not isinstance(answer, Mapping):
-        return "expected None or {core tool name: {'input'?, 'output'?, 'description'?}}"
+    """Why an ``agent_link_extend_tools`` answer is refused, or None."""
     base = {spec.name: spec for spec in CORE_TOOLS}
-    for name, extension in answer.items():
+    for name, extension in answer.items() if isinstance(answer, Mapping) else [(None, None)]:
         if name not in base or not isinstance(extension, Mapping) or not isinstance(extension.get("description", ""), str):
             return f"extends {name!r}, which is no core tool, or not with {{'input'?, 'output'?, 'description'?}}"
-        problem = declaration_problem(base[name], extension.get("input", {}), extension.get("output", {}))
-        if problem is not None:
+        if problem := declaration_problem(base[name], extension.get("input", {}), extension.get("output", {})):
             return problem
     return None
 
@@ -121,9 +114,7 @@ def declaration_problem(base: ToolSpec, arguments: Any, fields: Any) -> str | No
             if name in taken:
                 return f"declares {what} {name!r}, which {base.name} has already"
             try:
-                if not isinstance(schema, Mapping):
-                    raise SchemaError("not an object")
-                check_schema(schema)
+                check_schema(schema if isinstance(schema, Mapping) else None)
             except SchemaError as exc:
                 return f"declares {what} {name!r} with an invalid JSON schema: {exc.message[:200]}"
     return None
@@ -132,16 +123,11 @@ def declaration_problem(base: ToolSpec, arguments: Any, fields: Any) -> str | No
 def check_send_declarations(harness: Any) -> None:
     """Check a harness's send options and result fields, which become part of ``message_agent`` (``Hooks.tools``).
     :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema."""
-    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
     specs = getattr(harness, "send_option_specs", ())
-    if not isinstance(specs, (tuple, list)):
-        raise Refused(f"harness {harness.name!r} declares send_option_specs of the wrong type", "send_option_specs is a tuple of SendOption.")
-    for option in specs:
-        if not isinstance(option, SendOption) or not isinstance(option.name, str) or not OPTION_NAME_RE.match(option.name):
-            raise Refused(f"harness {harness.name!r} declares a send option that is not a SendOption with a camelCase name",
-                          "Declare SendOption('name', {json schema}).")
-    problem = declaration_problem(base, {o.name: o.schema for o in specs}, getattr(harness, "send_result_fields", {}))
-    if problem is not None:
+    if not isinstance(specs, (tuple, list)) or not all(isinstance(o, SendOption) and OPTION_NAME_RE.match(str(o.name)) for o in specs):
+        raise Refused(f"harness {harness.name!r} declares send options that are not a tuple of SendOption with camelCase names",
+                      "Declare SendOption('name', {json schema}).")
+    if problem := declaration_problem(MESSAGE_AGENT, {o.name: o.schema for o in specs}, getattr(harness, "send_result_fields", {})):
         raise Refused(f"harness {harness.name!r} {problem}", "Name it something of your own, with a JSON schema (draft 2020-12).")
 
 
@@ -204,8 +190,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
-    own = MESSAGE_AGENT.input_schema["properties"]
-    if added := [k for k in args if k not in own and k not in declared]:  # what a plugin added (agent_link_extend_tools)
+    if added := [k for k in args if k not in MESSAGE_AGENT.input_schema["properties"] and k not in declared]:  # what a plugin added (agent_link_extend_tools)
         started: list[asyncio.Future[dict[str, Any]]] = []
 
         def send(message_id: str | None = None, **keywords: Any) -> asyncio.Future[dict[str, Any]]:

@@ -362,8 +362,7 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
                 arguments, meta = {k: v for k, v in arguments.items() if k not in found}, {**meta, **found}
         args, warnings = validate_arguments(spec, arguments)
         call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings, progress=progress)
-        # through the boundary's guard: what the plugin raises (SystemExit, a KeyboardInterrupt
-        # that is not a real Ctrl-C ...) becomes this call's error
+        # through the boundary's guard: what the plugin raises (SystemExit, a KeyboardInterrupt not from Ctrl-C ...) is this call's error
         fields = await app.hooks.boundary.acall(plugin, f"tool {spec.name}", lambda: spec.handler(app, args, call),
                                                 bound_s=None, default=_FAULTED,
                                                 passing=(AgentLinkError, sqlite3.DatabaseError))
@@ -394,8 +393,8 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     all_warnings = list(call.warnings) + (list(handed) if isinstance(handed, list) else [handed])  # a bad one fails the schema
     if all_warnings:
         result["warnings"] = all_warnings
-    # strings from other agents and hosts reach the model here (agent_link_core.visible); a
-    # result the rule leaves as it is (most) is serialised once, for its size and the answer
+    # strings from agents and hosts reach the model here (agent_link_core.visible); a result the rule leaves as it is
+    # (most) is serialised once, for its size and the answer
     text = plain_json(result)
     too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else oversize(result, MAX_RESULT_BYTES, text)
     if too_big is not None:  # checked before the schema: validating 20 MB would hold the server
