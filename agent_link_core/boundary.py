@@ -28,7 +28,7 @@ log = LazyLogger("agent_link_core.plugins")
 
 #: hooks whose awaitable runs longer than the hook budget by design, and its own bound (s): a wait runs up to 600 s
 #: (``timeoutMs``), plus its last poll and the push after it
-LONG_HOOKS_S = {"agent_link_wait_for_reply": 700.0}
+LONG_HOOKS_S = {"agent_link_wait_for_reply": 700.0, "agent_link_tool_send": 700.0}
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
