@@ -45,7 +45,7 @@ class MailFollowUp:
     def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
         """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
         with self.store.write() as conn:
-            self._event(conn, message_id, kind, now_ms(), actor, via, data)
+            self.record(conn, message_id, kind, now_ms(), actor, data, via=via)
 
     def push_outcome(self, message_id: str) -> str:
         """How delivery stands for a sender: ``delivered``, ``accepted``, ``unknown`` or ``queued`` (docs/delivery-states.md)."""
@@ -58,16 +58,17 @@ class MailFollowUp:
         ).fetchone()
         return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(last[0] if last else "", "queued")
 
-    @staticmethod
-    def _resolved(conn: sqlite3.Connection, message_id: str) -> bool:
-        return conn.execute("SELECT 1 FROM resolutions WHERE message_id = ?", (message_id,)).fetchone() is not None
-
-    @staticmethod
-    def _event(
-        conn: sqlite3.Connection, message_id: str, kind: str, at: int, actor: str | None, via: str | None, data: dict[str, Any]
-    ) -> None:
+    def record(
+        self, conn: sqlite3.Connection, message_id: str, kind: str, at: int, actor: str | None, data: dict[str, Any], *,
+        via: str | None = None, observed: dict[str, Any] | None = None,
+    ) -> Event | None:
+        """Inside a write transaction (``conn`` of :meth:`~agent_link_core.store.Store.write`): append the audit event ``kind``
+        of ``message_id`` (``at`` epoch ms, ``actor`` an address, ``data`` its JSON fields). With ``observed`` (the fields
+        observers get) it also goes to the ``agent_link_record_event`` observers: the returned event is then for
+        :meth:`publish` after the commit (None without ``observed`` or without hooks)."""
         conn.execute("INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
                      (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)))
+        return None if observed is None else self._stage(kind, message_id, at, actor, observed)
 
     def _stage(
         self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
@@ -82,8 +83,8 @@ class MailFollowUp:
         self.hooks.record_event(event)
         return event
 
-    def _publish(self, *events: Event | None) -> None:
-        """After the commit: the staged events to the ``agent_link_on_event`` observers."""
+    def publish(self, *events: Event | None) -> None:
+        """After the commit: the events :meth:`record` staged (None ones skipped) to the ``agent_link_on_event`` observers."""
         if self.hooks is not None:
             for event in events:
                 if event is not None:
@@ -131,14 +132,14 @@ class MailFollowUp:
                 " WHERE id = ?",
                 (at, at, at, message_id),
             )
-            self._event(conn, message_id, "resolved", at, caller.address, None, {"kind": kind, "late": late})
             staged = [
                 self._stage("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id},
                             result) if reply_row is not None else None,
-                self._stage("resolved", message_id, at, caller.address, {"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}),
+                self.record(conn, message_id, "resolved", at, caller.address, {"kind": kind, "late": late},
+                            observed={"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}),
             ]
         resolution = {"kind": kind, "by": caller.address, "at": iso_ms(at), "late": late, "replyMessageId": reply.id if reply else None}
-        self._publish(*staged)
+        self.publish(*staged)
         return resolution, reply_row
 
     def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
@@ -166,9 +167,8 @@ class MailFollowUp:
             )
             if cur.rowcount != 1:
                 return False
-            self._event(conn, message_id, "reminded", at, to, via, {"n": n})
-            staged = self._stage("reminded", message_id, at, to, {"n": n, "via": via})
-        self._publish(staged)
+            staged = self.record(conn, message_id, "reminded", at, to, {"n": n}, via=via, observed={"n": n, "via": via})
+        self.publish(staged)
         return True
 
     def release_reminder(self, message_id: str, n: int, to: str) -> None:
@@ -177,7 +177,7 @@ class MailFollowUp:
         with self.store.write(wait=False) as conn:
             cur = conn.execute("DELETE FROM reminders WHERE message_id = ? AND n = ? AND to_addr = ?", (message_id, n, to))
             if cur.rowcount == 1:
-                self._event(conn, message_id, "reminder_unshown", now_ms(), to, None, {"n": n})
+                self.record(conn, message_id, "reminder_unshown", now_ms(), to, {"n": n})
 
     def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
         """Claim the one blocking nudge (a Stop-hook block) allowed per interval: False when ``recipient`` had one within the
@@ -201,24 +201,6 @@ class MailFollowUp:
             (recipient, now - self.config.reminder_interval_ms),
         ).fetchone() is not None
 
-    def reassign(self, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
-        """Move an open message to another recipient (role handover; undelivered for it, reminder count kept); True if moved.
-        ``wait`` False (a read path): ``state_busy`` at once while another process holds the write lock."""
-        at = now_ms()
-        with self.store.write(wait=wait) as conn:
-            row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-            if row is None or row["recipient"] == new_recipient or self._resolved(conn, message_id):
-                return False
-            conn.execute(
-                "UPDATE messages SET recipient = ?, delivered_at = NULL, delivered_via = NULL, open = 1 WHERE id = ?",
-                (new_recipient, message_id),
-            )
-            moved = {"from": row["recipient"], "to": new_recipient}
-            self._event(conn, message_id, "released", at, actor, None, moved)
-            staged = self._stage("released", message_id, at, actor, moved)
-        self._publish(staged)
-        return True
-
     def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
         """Record, once across all processes, that a message became unresolved or expired (the first reader to see it does)."""
         if state.status not in ("unresolved", "expired"):
@@ -236,11 +218,11 @@ class MailFollowUp:
                 )
                 if cur.rowcount != 1:
                     return
-                self._event(conn, row["id"], "status_changed", at, None, None, {"status": state.status})
-                staged = self._stage("status_changed", row["id"], at, None, {"status": state.status})
+                changed = {"status": state.status}
+                staged = self.record(conn, row["id"], "status_changed", at, None, changed, observed=changed)
         except AgentLinkError:  # busy, damaged, replaced: a read must not fail; the next reader records it
             return
-        self._publish(staged)
+        self.publish(staged)
 
 
 def _check_recipient(message_id: str, recipient: str, caller: Caller) -> None:

@@ -294,7 +294,7 @@ class Mailbox(MailFollowUp):
         row = self.get_row(message_id)
         if row is None:
             raise AgentLinkError("not_found", f"No message {message_id} exists.", {"id": message_id, "candidates": []},
-                                 hint="Check the id; read_agent_link_inbox and agent_link_mailbox_inspect list yours.")
+                                 hint="Check the id; read_agent_link_inbox lists your open mail.")
         return row
 
     def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState:
@@ -472,7 +472,7 @@ class Mailbox(MailFollowUp):
                     return existing, False
                 self._storing = (msg.id, row)
                 staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
-            self._publish(staged)
+            self.publish(staged)
         finally:
             self._storing = None
         return row, True
@@ -497,22 +497,24 @@ class Mailbox(MailFollowUp):
                 if row["delivered_at"] is not None:
                     # A resolution overtook the push's confirmation (it counts as delivery): keep its times, record path and evidence.
                     conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
-                    self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
-                                {"evidence": evidence or {}, "afterResolution": True})
+                    self.record(conn, message_id, "delivered", row["delivered_at"], row["recipient"],
+                                {"evidence": evidence or {}, "afterResolution": True}, via=via)
                     continue
-                self._set_delivered(conn, row, at, via, evidence)
-                staged.append(self._stage("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}}))
-        self._publish(*staged)
+                staged.append(self._set_delivered(conn, row, at, via, evidence))
+        self.publish(*staged)
         return marked
 
-    def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str, evidence: dict[str, Any] | None) -> None:
-        still_open = 1 if (row["anticipation"] != "fyi" and not self._resolved(conn, row["id"])) else 0
+    def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str,
+                       evidence: dict[str, Any] | None) -> Event | None:
+        still_open = int(row["anticipation"] != "fyi" and not conn.execute(
+            "SELECT 1 FROM resolutions WHERE message_id = ?", (row["id"],)).fetchone())
         conn.execute(
             "UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?),"
             " delivered_via = ?, open = ? WHERE id = ?",
             (at, at, via, still_open, row["id"]),
         )
-        self._event(conn, row["id"], "delivered", at, row["recipient"], via, {"evidence": evidence or {}})
+        return self.record(conn, row["id"], "delivered", at, row["recipient"], {"evidence": evidence or {}}, via=via,
+                           observed={"via": via, "evidence": evidence or {}})
 
     def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
         """Up to ``limit`` messages for an inbox read: undelivered (oldest first), then with ``include_open`` open delivered ones;
@@ -530,11 +532,10 @@ class Mailbox(MailFollowUp):
             if mark:
                 for row in rows:
                     if row["delivered_at"] is None:
-                        self._set_delivered(conn, row, at, "inbox", None)
+                        staged.append(self._set_delivered(conn, row, at, "inbox", None))
                         marked.append(row["id"])
-                        staged.append(self._stage("delivered", row["id"], at, recipient, {"via": "inbox"}))
                 rows = self.rows([r["id"] for r in rows])  # as marked: one query, not one per row
-        self._publish(*staged)
+        self.publish(*staged)
         return rows, marked
 
     def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str | None = None, *,
@@ -558,7 +559,7 @@ class Mailbox(MailFollowUp):
         ).fetchall()  # all of it: a statement left unfinished would hold the transaction open
         if not row:
             return None
-        self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
+        self.record(conn, msg.id, "sent", at, msg.sender.address, {"to": msg.recipient})
         return row[0]
 
 
