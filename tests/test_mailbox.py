@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import mail_followup
 from agent_link_core import mailbox as mailbox_mod
 from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
@@ -36,8 +35,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
-    for module in (mailbox_mod, mail_followup):  # the mailbox and its base
-        monkeypatch.setattr(module, "now_ms", c)
+    monkeypatch.setattr(mailbox_mod, "now_ms", c)
     return c
 
 
