@@ -120,12 +120,9 @@ def check_body(body: str) -> str:
     clean = sanitize_text(body)
     size = len(clean.encode("utf-8"))
     if size > MAX_BODY_BYTES:
-        raise AgentLinkError(
-            "body_too_large",
-            f"The message is {size} bytes; the limit is {MAX_BODY_BYTES} bytes (UTF-8).",
-            {"limitBytes": MAX_BODY_BYTES, "actualBytes": size},
-            hint="Shorten the message or send a file path instead of the content.",
-        )
+        raise AgentLinkError("body_too_large", f"The message is {size} bytes; the limit is {MAX_BODY_BYTES} bytes (UTF-8).",
+                             {"limitBytes": MAX_BODY_BYTES, "actualBytes": size},
+                             hint="Shorten the message or send a file path instead of the content.")
     if not clean.strip() or not _shows_something(clean.strip()):
         raise invalid_arguments([{"path": "message", "rule": "minLength", "expected": "a message with visible text (not only spaces, controls or zero-width characters)"}])
     return clean
@@ -219,10 +216,8 @@ class Visibility:
     def require(self, row: Any, what: str = "this message") -> None:
         """``permission_denied`` (reason ``not_participant``) unless :meth:`allows` ``row``; ``what``: what was asked for."""
         if not self.allows(row):
-            raise AgentLinkError(
-                "permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
-                hint=f"You are {self.address or 'unidentified'}; ask as the sender or the recipient.",
-            )
+            raise AgentLinkError("permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
+                                 hint=f"You are {self.address or 'unidentified'}; ask as the sender or the recipient.")
 
 
 class MessageState:
@@ -253,11 +248,8 @@ class Mailbox:
         (every message) needs ``AGENT_LINK_INSPECT_ALL``, else ``permission_denied`` (reason ``inspect_all_disabled``)."""
         if all_mail:
             if not self.config.get("AGENT_LINK_INSPECT_ALL"):
-                raise AgentLinkError(
-                    "permission_denied", "Reading every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
-                    {"reason": "inspect_all_disabled"},
-                    hint="Ask for your own mail, or have the machine's user turn the setting on.",
-                )
+                raise AgentLinkError("permission_denied", "Reading every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
+                                     {"reason": "inspect_all_disabled"}, hint="Ask for your own mail, or have the machine's user turn the setting on.")
             return Visibility(address, True, "inspect_all")
         return Visibility(address if address and is_address(address) else None)
 
@@ -431,9 +423,8 @@ class Mailbox:
 
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""
-        return self.store.conn.execute(
-            "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
-        ).fetchone() is not None
+        return self.store.conn.execute("SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1",
+                                       (message_id, kind)).fetchone() is not None
 
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
@@ -511,11 +502,8 @@ class Mailbox:
                        evidence: dict[str, Any] | None) -> Event | None:
         still_open = int(row["anticipation"] != "fyi" and not conn.execute(
             "SELECT 1 FROM resolutions WHERE message_id = ?", (row["id"],)).fetchone())
-        conn.execute(
-            "UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?),"
-            " delivered_via = ?, open = ? WHERE id = ?",
-            (at, at, via, still_open, row["id"]),
-        )
+        conn.execute("UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?), delivered_via = ?,"
+                     " open = ? WHERE id = ?", (at, at, via, still_open, row["id"]))
         return self.record(conn, row["id"], "delivered", at, row["recipient"], {"evidence": evidence or {}}, via=via,
                            observed={"via": via, "evidence": evidence or {}})
 
@@ -554,11 +542,8 @@ class Mailbox:
             " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
             + (" ON CONFLICT(id) DO NOTHING" if if_new else "") + " RETURNING *",
-            (
-                msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
-                len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
-                msg.anticipation, msg.reply_by_ms, msg.reply_to,
-            ),
+            (msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body, len(msg.body.encode("utf-8")), digest,
+             json.dumps(meta, ensure_ascii=False), at, msg.anticipation, msg.reply_by_ms, msg.reply_to),
         ).fetchall()  # all of it: a statement left unfinished would hold the transaction open
         if not row:
             return None
@@ -575,10 +560,8 @@ class Mailbox:
         row = self.get_row(message_id)
         if row is not None and row["first_delivered_at"] is not None:
             return "delivered"
-        last = self.store.conn.execute(
-            f"SELECT kind FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS} ORDER BY seq DESC LIMIT 1",
-            (message_id,),
-        ).fetchone()
+        last = self.store.conn.execute(f"SELECT kind FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS}"
+                                       " ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
         return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(last[0] if last else "", "queued")
 
     def record(
@@ -593,10 +576,8 @@ class Mailbox:
                      (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)))
         return None if observed is None else self._stage(kind, message_id, at, actor, observed)
 
-    def _stage(
-        self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
-        result: dict[str, Any] | None = None,
-    ) -> Event | None:
+    def _stage(self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
+               result: dict[str, Any] | None = None) -> Event | None:
         """Inside the write transaction: the change's event, given to the record observers."""
         if self.hooks is None:
             return None
@@ -627,34 +608,24 @@ class Mailbox:
         row = self.require(message_id)
         _check_recipient(message_id, row["recipient"], caller)
         at = now_ms()
-        before = self.state(row, at)
-        late = before.status in ("unresolved", "expired")
+        late = self.state(row, at).status in ("unresolved", "expired")
         reply_row = None
         with self.store.write() as conn:
             existing = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
             if existing is not None:
                 raise AgentLinkError(
-                    "already_resolved",
-                    f"Message {message_id} was already resolved ({existing['kind']}).",
+                    "already_resolved", f"Message {message_id} was already resolved ({existing['kind']}).",
                     {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso_ms(existing["at"])},
-                    hint="A message is resolved once; send a new message to add something.",
-                )
+                    hint="A message is resolved once; send a new message to add something.")
             # handed over while we were deciding?
             _check_recipient(message_id, conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()[0], caller)
             if reply is not None:
                 reply_row = self._insert_row(conn, reply, at)
-            conn.execute(
-                "INSERT INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (message_id, kind, caller.address, at, int(late), reason, reply.id if reply else None),
-            )
-            conn.execute(
-                # Resolving is itself evidence the recipient saw the message.
-                "UPDATE messages SET open = 0, first_delivered_at = COALESCE(first_delivered_at, ?),"
-                " delivered_at = COALESCE(delivered_at, ?), acknowledged_at = COALESCE(acknowledged_at, ?)"
-                " WHERE id = ?",
-                (at, at, at, message_id),
-            )
+            conn.execute("INSERT INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (message_id, kind, caller.address, at, int(late), reason, reply.id if reply else None))
+            conn.execute(  # resolving is itself evidence the recipient saw the message
+                "UPDATE messages SET open = 0, first_delivered_at = COALESCE(first_delivered_at, ?), delivered_at = COALESCE(delivered_at, ?),"
+                " acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ?", (at, at, at, message_id))
             staged = [
                 self._stage("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id},
                             result) if reply_row is not None else None,
@@ -667,11 +638,8 @@ class Mailbox:
 
     def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
         """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due (at ``now``, epoch ms; default the clock)."""
-        rows = self.store.conn.execute(
-            "SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
-            " AND anticipation != 'fyi' ORDER BY sent_at",
-            (recipient,),
-        ).fetchall()
+        rows = self.store.conn.execute("SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
+                                       " AND anticipation != 'fyi' ORDER BY sent_at", (recipient,)).fetchall()
         return [(row, st) for row, st in zip(rows, self.states(rows, now), strict=True) if st.due]
 
     def reminder_recipients(self) -> list[str]:
@@ -684,10 +652,8 @@ class Mailbox:
         ``state_busy`` at once while another process holds the write lock."""
         at = now_ms()
         with self.store.write(wait=wait) as conn:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
-                (message_id, n, at, via, to),
-            )
+            cur = conn.execute("INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
+                               (message_id, n, at, via, to))
             if cur.rowcount != 1:
                 return False
             staged = self.record(conn, message_id, "reminded", at, to, {"n": n}, via=via, observed={"n": n, "via": via})
@@ -706,39 +672,31 @@ class Mailbox:
         """Claim the one blocking nudge (a Stop-hook block) allowed per interval: False when ``recipient`` had one within the
         interval (racing processes still produce one). ``wait`` False: ``state_busy`` at once while another holds the lock."""
         now = now_ms() if now is None else now
-        interval = self.config.reminder_interval_ms
         with self.store.write(wait=wait) as conn:
             if self.blocked_recently(recipient, now):
                 return False
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
-                (recipient, now // interval, now),
-            )
+            cur = conn.execute("INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
+                               (recipient, now // self.config.reminder_interval_ms, now))
             return cur.rowcount == 1
 
     def blocked_recently(self, recipient: str, now: int | None = None) -> bool:
         """True when a blocking nudge for ``recipient`` happened within one interval."""
         now = now_ms() if now is None else now
-        return self.store.conn.execute(
-            "SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?",
-            (recipient, now - self.config.reminder_interval_ms),
-        ).fetchone() is not None
+        return self.store.conn.execute("SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?",
+                                       (recipient, now - self.config.reminder_interval_ms)).fetchone() is not None
 
     def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
         """Record, once across all processes, that a message became unresolved or expired (the first reader to see it does)."""
         if state.status not in ("unresolved", "expired"):
             return
-        if self.store.conn.execute(
-            "SELECT 1 FROM status_transitions WHERE message_id = ? AND status = ?", (row["id"], state.status)
-        ).fetchone():
+        if self.store.conn.execute("SELECT 1 FROM status_transitions WHERE message_id = ? AND status = ?",
+                                   (row["id"], state.status)).fetchone():
             return  # recorded already: a read takes no write lock for it
         at = now_ms()
         try:
             with self.store.write(wait=False) as conn:
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
-                    (row["id"], state.status, at),
-                )
+                cur = conn.execute("INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
+                                   (row["id"], state.status, at))
                 if cur.rowcount != 1:
                     return
                 changed = {"status": state.status}
@@ -755,8 +713,6 @@ def iso(ms: int | None) -> str | None:
 
 def _check_recipient(message_id: str, recipient: str, caller: Caller) -> None:
     if caller.address != recipient:
-        raise AgentLinkError(
-            "wrong_recipient", f"Only {recipient} can resolve message {message_id}.",
-            {"messageId": message_id, "expected": recipient, "caller": caller.address},
-            hint="Resolve only messages addressed to you; check read_agent_link_inbox.",
-        )
+        raise AgentLinkError("wrong_recipient", f"Only {recipient} can resolve message {message_id}.",
+                             {"messageId": message_id, "expected": recipient, "caller": caller.address},
+                             hint="Resolve only messages addressed to you; check read_agent_link_inbox.")
