@@ -7,11 +7,10 @@ from __future__ import annotations
 # C modules behind signal and contextvars: every command loads this module, so no imports
 import _contextvars as contextvars
 import _signal
-import json
+import _thread
 import math
 import os
 import sys
-import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -100,6 +99,8 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
     bytes of UTF-8), else None; ``text``: its ``json.dumps(value, ensure_ascii=False)`` if made."""
     if isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
         return f"returned {len(value)} items; at most {limit} bytes of JSON may cross"
+    import json  # only a check of a big answer needs it: a read stays without re and enum
+
     try:
         size = len((json.dumps(value, ensure_ascii=False) if text is None else text).encode("utf-8"))
     except (TypeError, ValueError, RecursionError) as exc:
@@ -274,11 +275,11 @@ class _Frame:
 
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
-_MAIN_THREAD = threading.main_thread().ident
+_main_thread: int | None = None  # the thread that installed _on_alarm: the only one a timer may interrupt
 # signal.getsignal's enum conversion costs ~10 us per call (more than the rest of a guarded
 # call); the C module's answers the same object (SIG_DFL/SIG_IGN equal their ints).
 _handler = _signal.getsignal
-_get_ident = threading.get_ident
+_get_ident = _thread.get_ident
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
@@ -293,15 +294,17 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 
 def watch_interrupts() -> None:
-    """Install the SIGINT handler that counts real Ctrl-Cs and the SIGALRM handler that
-    interrupts an overrunning call. Main thread only; another's handler is left alone (then
-    KeyboardInterrupt counts as real and overruns are only timed). Idempotent."""
-    if threading.current_thread() is not threading.main_thread():
+    """Install the SIGINT handler that counts real Ctrl-Cs and the SIGALRM handler that interrupts an overrunning call.
+    Main thread only; another's handler is left alone (then KeyboardInterrupt counts as real and overruns are only timed)."""
+    global _main_thread
+    try:  # signal.signal refuses any thread but the main one: threading stays unimported
+        if _handler(_signal.SIGINT) is _signal.default_int_handler:
+            _signal.signal(_signal.SIGINT, _on_sigint)
+        if hasattr(_signal, "setitimer") and _handler(_signal.SIGALRM) == _signal.SIG_DFL:
+            _signal.signal(_signal.SIGALRM, _on_alarm)
+            _main_thread = _get_ident()
+    except ValueError:
         return
-    if _handler(_signal.SIGINT) is _signal.default_int_handler:
-        _signal.signal(_signal.SIGINT, _on_sigint)
-    if hasattr(_signal, "setitimer") and _handler(_signal.SIGALRM) == _signal.SIG_DFL:
-        _signal.signal(_signal.SIGALRM, _on_alarm)
 
 
 #: SQLite primary result codes of the database file's state: READONLY, IOERR, CORRUPT, FULL, NOTADB
@@ -333,9 +336,8 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
 
 
 def _arm(budget_s: float) -> _Frame | None:
-    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None; a
-    nested call only adds a frame (the outermost started the timer)."""
-    if budget_s <= 0 or _get_ident() != _MAIN_THREAD:
+    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None; a nested call only adds a frame."""
+    if budget_s <= 0 or _get_ident() != _main_thread:
         return None
     if not _frames and _handler(_signal.SIGALRM) is not _on_alarm:
         return None

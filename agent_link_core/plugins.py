@@ -473,8 +473,7 @@ class Hooks:
 
 
 async def _settled(answer: Any) -> Any:
-    """A hook's ``answer``, awaited when awaitable: on the running loop, or (stepped without one,
-    :func:`agent_link_core.aio.run_inline`) on a loop of its own in a worker thread."""
+    """A hook's ``answer``, awaited when awaitable: on the running loop, else on one of its own in a worker thread."""
     if not _awaitable(answer):
         return answer
     asyncio = sys.modules.get("asyncio")  # not imported: no loop runs
