@@ -112,3 +112,20 @@ def test_load_only_names_the_plugins_to_load(monkeypatch: pytest.MonkeyPatch) ->
                         fake_entry_points(("one", "agent_link_core.errors"), ("two", "agent_link_core.addresses")))
     assert plugins_of({"AGENT_LINK_LOAD_PLUGINS": "two"}).report.loaded == ["two"]
     assert plugins_of({}).report.loaded == ["one", "two"]
+
+
+@pytest.mark.parametrize(("name", "ok"), [
+    ("codex", True), ("a", True), ("a-1", True), ("a" * 32, True), ("a" * 33, False), ("", False), ("1a", False),
+    ("-a", False), ("Ab", False), ("a_b", False), ("abc\n", False), ("é", False), (None, False), (3, False),
+])
+def test_a_harness_name_is_its_address_scheme(name: object, ok: bool) -> None:
+    """1-32 of a-z 0-9 -, starting with a letter; a trailing line break too is refused (``$`` let it pass)."""
+    from agent_link_core.boundary import Refused
+    from agent_link_core.harness_decl import HarnessDeclaration, check_harness
+
+    declared = HarnessDeclaration(name=name, target="pkg.mod:Cls")  # type: ignore[arg-type]
+    if ok:
+        check_harness(declared)
+    else:
+        with pytest.raises(Refused, match="registered a harness named"):
+            check_harness(declared)
