@@ -129,3 +129,16 @@ def test_a_harness_name_is_its_address_scheme(name: object, ok: bool) -> None:
     else:
         with pytest.raises(Refused, match="registered a harness named"):
             check_harness(declared)
+
+
+@pytest.mark.parametrize("name", ["ping\n", "Ping", "1ping", "p" * 65, ""])
+def test_a_tool_name_with_a_trailing_line_break_or_outside_snake_case_is_refused(name: str) -> None:
+    """Every ``^...$`` identifier check became ``^...\\Z``: ``$`` also matches before a final line break."""
+    from agent_link_core.boundary import Refused
+    from agent_link_core.tools.registry import ToolSpec, check_tool
+
+    async def handler(app: Any, arguments: Any, call: Any) -> dict[str, Any]:
+        return {"ok": True}
+
+    with pytest.raises(Refused, match="registered a tool named"):
+        check_tool(ToolSpec(name=name, description="d", input_schema={"type": "object"}, output_fields={}, handler=handler))

@@ -24,7 +24,7 @@ from agent_link_core.tools.schemas import (AGENT_QUERY, ANY, BOOL, CURSOR, IDEMP
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
+OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}\Z")
 ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
                 "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
 REPLY_BY = {"type": "string", "minLength": 1,

@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover  (jsonschema loads at the first call that 
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
-INT_RE = re.compile(r"^-?[0-9]+$")
-TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+INT_RE = re.compile(r"^-?[0-9]+\Z")
+TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 #: ``async (progress, total, message) -> None``: one MCP progress notification for the tool call being served (ms for waits)
 Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
