@@ -13,9 +13,9 @@ from agent_link_core.app import App
 from agent_link_core.sending import message_summary
 from agent_link_core.records import Event
 from agent_link_core.model import Caller
-from agent_link_core.store import now_ms
 from agent_link_receipts.ledger import list_receipts
 from agent_link_testing.locks import hold_write_lock
+from agent_link_testing.handover import hand_over
 
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
@@ -24,17 +24,6 @@ BOB = Caller("test:bob", "config", "test")
 def receipts(app: App, **filters: Any) -> list[dict[str, Any]]:
     """Oldest first, for readable assertions."""
     return list(reversed(list_receipts(app.store, filters, 500).receipts))
-
-
-def hand_over(app: App, message_id: str, to: str, actor: str) -> bool:
-    """What the roles plugin's handover does (plugins/roles), through the mailbox's seam: this suite runs without it."""
-    with app.store.write() as conn:
-        before = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()[0]
-        conn.execute("UPDATE messages SET recipient = ?, delivered_at = NULL, delivered_via = NULL WHERE id = ?", (to, message_id))
-        moved = {"from": before, "to": to}
-        staged = app.mailbox.record(conn, message_id, "released", now_ms(), actor, moved, observed=moved)
-    app.mailbox.publish(staged)
-    return True
 
 
 @pytest.mark.anyio

@@ -20,9 +20,10 @@ from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
-from agent_link_core.store import CORE_MIGRATIONS, Store, now_ms
+from agent_link_core.store import CORE_MIGRATIONS, Store
 from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.tool_app import app_as, call_tool
+from agent_link_testing.handover import hand_over
 
 from agent_link_search.index import fts_query, note_session_titles, search_messages
 
@@ -35,17 +36,6 @@ SQL_WORDS = ("fts5", "syntax error", "no such column", "sqlite", "MATCH", "unter
 
 def make_app(**extra: str) -> App:
     return App.create({**os.environ, **ONLY_SEARCH, **extra})
-
-
-def hand_over(app: App, message_id: str, to: str, actor: str) -> bool:
-    """What the roles plugin's handover does (plugins/roles), through the mailbox's seam: this suite runs without it."""
-    with app.store.write() as conn:
-        before = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()[0]
-        conn.execute("UPDATE messages SET recipient = ?, delivered_at = NULL, delivered_via = NULL WHERE id = ?", (to, message_id))
-        moved = {"from": before, "to": to}
-        staged = app.mailbox.record(conn, message_id, "released", now_ms(), actor, moved, observed=moved)
-    app.mailbox.publish(staged)
-    return True
 
 
 @pytest.fixture
