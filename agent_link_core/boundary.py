@@ -4,8 +4,8 @@ process and the state dir's others: docs/plugins.md, section 3 ("Any exception i
 async code from sync code that may itself be inside an event loop (:func:`run_inline`, :func:`run_blocking`)."""
 
 from __future__ import annotations
-
-# C modules behind signal, contextvars and threading: every command loads this module, a read too
+# C modules behind signal and contextvars: every command loads this module, so no imports
+# C modules behind signal, contextvars and threading: every command loads this module, so no imports
 import _contextvars as contextvars
 import _signal
 import _thread
@@ -30,7 +30,7 @@ log = LazyLogger("agent_link_core.plugins")
 
 #: hooks whose awaitable runs longer than the hook budget by design, and its own bound (s): a wait runs up to 600 s
 #: (``timeoutMs``), plus its last poll and the push after it
-LONG_HOOKS_S = {"agent_link_wait_for_reply": 700.0}
+LONG_HOOKS_S = {"agent_link_wait_for_reply": 700.0, "agent_link_tool_send": 700.0}
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
@@ -97,7 +97,7 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
     bytes of UTF-8), else None; ``text``: its ``json.dumps(value, ensure_ascii=False)`` if made."""
     if isinstance(value, (list, tuple, dict)) and len(value) > limit // 2:
         return f"returned {len(value)} items; at most {limit} bytes of JSON may cross"
-    import json  # not at the top: re and enum would cost every read
+    import json  # only a check of a big answer needs it: a read stays without re and enum
 
     try:
         size = len((json.dumps(value, ensure_ascii=False) if text is None else text).encode("utf-8"))
@@ -263,8 +263,7 @@ class _Frame:
 
 
 _frames: list[_Frame] = []  # the main thread's running plugin calls, innermost last
-# threading takes the thread that first imports it for the main thread: so does this
-_MAIN_THREAD = sys.modules["threading"].main_thread().ident if "threading" in sys.modules else _thread.get_ident()
+_main_thread: int | None = None  # the thread that installed _on_alarm: the only one a timer may interrupt
 # signal.getsignal's enum conversion costs ~10 us per call (more than the rest of a guarded
 # call); the C module's answers the same object (SIG_DFL/SIG_IGN equal their ints).
 _handler = _signal.getsignal
@@ -283,15 +282,17 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 
 def watch_interrupts() -> None:
-    """Install the SIGINT handler that counts real Ctrl-Cs and the SIGALRM handler that
-    interrupts an overrunning call. Main thread only; another's handler is left alone (then
-    KeyboardInterrupt counts as real and overruns are only timed). Idempotent."""
-    if _get_ident() != _MAIN_THREAD:
+    """Install the SIGINT handler that counts real Ctrl-Cs and the SIGALRM handler that interrupts an overrunning call.
+    Main thread only; another's handler is left alone (then KeyboardInterrupt counts as real and overruns are only timed)."""
+    global _main_thread
+    try:  # signal.signal refuses any thread but the main one: threading stays unimported
+        if _handler(_signal.SIGINT) is _signal.default_int_handler:
+            _signal.signal(_signal.SIGINT, _on_sigint)
+        if hasattr(_signal, "setitimer") and _handler(_signal.SIGALRM) == _signal.SIG_DFL:
+            _signal.signal(_signal.SIGALRM, _on_alarm)
+            _main_thread = _get_ident()
+    except ValueError:
         return
-    if _handler(_signal.SIGINT) is _signal.default_int_handler:
-        _signal.signal(_signal.SIGINT, _on_sigint)
-    if hasattr(_signal, "setitimer") and _handler(_signal.SIGALRM) == _signal.SIG_DFL:
-        _signal.signal(_signal.SIGALRM, _on_alarm)
 
 
 #: SQLite primary result codes of the database file's state: READONLY, IOERR, CORRUPT, FULL, NOTADB
@@ -323,9 +324,8 @@ def plugin_fault(exc: BaseException, sigints_before: int) -> bool:
 
 
 def _arm(budget_s: float) -> _Frame | None:
-    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None; a
-    nested call only adds a frame (the outermost started the timer)."""
-    if budget_s <= 0 or _get_ident() != _MAIN_THREAD:
+    """Bound the synchronous call about to run (main thread, SIGALRM ours), else None; a nested call only adds a frame."""
+    if budget_s <= 0 or _get_ident() != _main_thread:
         return None
     if not _frames and _handler(_signal.SIGALRM) is not _on_alarm:
         return None

@@ -1,5 +1,5 @@
-"""The ``agent-link`` root group (click), built per invocation, and what plugins' click commands share (with :mod:`agent_link_core.cli_run`'s
-helpers, re-exported here). A core command is imported only when it runs or a help lists it; plugins add theirs through ``agent_link_register_commands``."""
+"""The ``agent-link`` root group (click), built per invocation, and what plugins' click commands share (with the helpers of
+:mod:`agent_link_core.cli_run`, re-exported here). Plugins add commands through ``agent_link_register_commands``."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ from typing import Any, Callable
 import click
 
 from agent_link_core import __version__
-from agent_link_core.cli_run import (EXIT_HELP, EXIT_MANY, EXIT_NONE, EXIT_TIMEOUT, EXIT_UNDELIVERED, EXIT_UNKNOWN,  # noqa: F401
-                                     FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, Command, Param, emit, fail, get_app,
-                                     guarded, import_target, interrupted, open_app, plugin_hooks, run_async, sender_options, sender_params,
+from agent_link_core.cli_run import (EXIT_HELP, EXIT_UNKNOWN, FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, Command, Param,  # noqa: F401
+                                     emit, fail, get_app, guarded, import_target, interrupted, plugin_hooks, run_async, sender_params,
                                      usage_line, who_am_i)
 from agent_link_core.cli_text import printable
 from agent_link_core.errors import AgentLinkError
 
 
 class WholeRange(click.IntRange):
-    """An integer range that refuses a non-number as "not a valid integer" (click says "integer range")."""
+    """An integer range refusing a non-number as "not a valid integer" (click says "integer range")."""
 
     name = "integer"
 
@@ -48,18 +47,14 @@ def table(columns: list[str], rows: list[list[Any]]) -> None:
     console.print(t)
 
 
-#: The core's commands: name -> ``"module:attribute"`` of a declared :class:`~agent_link_core.cli_run.Command`
-CORE_COMMANDS = {
-    **FAST_COMMANDS,
-    "health": "agent_link_core.commands.health:health", "plugins": "agent_link_core.commands.health:plugins",
-    "mcp": "agent_link_core.commands.health:mcp", "hook": "agent_link_core.commands.health:hook",
-}
+#: The core's commands: name -> ``"module:attribute"`` of a :class:`~agent_link_core.cli_run.Command`
+CORE_COMMANDS = {**FAST_COMMANDS, **{name: f"agent_link_core.commands.health:{name}" for name in ("health", "plugins", "mcp", "hook")}}
 #: commands that start on their own: no plugin is loaded to look them up
 SELF_CONTAINED = ("mcp", "hook")
 
 
 class AgentLinkGroup(click.Group):
-    """Root group: imports a core command when it is looked up, and loads the plugins' commands the first time any but the self-contained ones is."""
+    """Root group: imports a core command when looked up, the plugins' commands on the first lookup of any but :data:`SELF_CONTAINED`."""
 
     _plugins_loaded = False
 
@@ -69,8 +64,13 @@ class AgentLinkGroup(click.Group):
         for name in CORE_COMMANDS:
             self.add_command(click.Command(name))  # a placeholder until looked up: no plugin can take its name
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:  # while the root's options ran (--help loads the plugins): not click's "Aborted!", exit 1
+            interrupted()
+
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; Ctrl-C ends it with :func:`interrupted` (exit 130, one line)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # the waiting commands catch it first and say more
@@ -103,10 +103,8 @@ class AgentLinkGroup(click.Group):
             with contextlib.suppress(SystemExit):  # one that cannot load (said, reported): a listing goes on
                 command = command.load(ctx)  # type: ignore[union-attr]
         if command is not None and getattr(command.callback, "__agent_link_sender_options__", False):
-            try:
+            with contextlib.suppress(AgentLinkError):  # a bad setting: a help still lists the command and running it says why
                 command.params += [click_param(p) for p in sender_params(plugin_hooks(ctx).harnesses(), {p.name for p in command.params})]
-            except AgentLinkError:  # a bad setting: a help still lists the command and running it says why
-                pass
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -117,7 +115,7 @@ class AgentLinkGroup(click.Group):
 
 
 def build_cli() -> click.Group:
-    """A fresh root group (core commands filled in when looked up, plugins' on the first lookup)."""
+    """A fresh root group (:class:`AgentLinkGroup`)."""
 
     @click.group(cls=AgentLinkGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(__version__, prog_name="agent-link")
@@ -149,7 +147,7 @@ def click_command(declared: Command) -> click.Command:
 
 
 def declared_option(declared: Param) -> Callable[[Any], Any]:
-    """A click option decorator for a declared flag or text option; ``--from`` also brings the harnesses' sender options (added at lookup)."""
+    """A click option decorator for a declared flag or text option (``--from`` also brings the harnesses' sender options)."""
     def one_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:  # the second of the two given refuses
         if value and declared in (JSON, NDJSON) and ctx.params.get("ndjson" if declared is JSON else "as_json"):
             raise click.UsageError("choose one of --json and --ndjson", ctx)
@@ -178,8 +176,8 @@ NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def run_click(cli: click.Group) -> None:
-    """Run the group as click's standalone mode does, but with a usage error as one stderr line (:func:`usage_line`);
-    always raises SystemExit with the command's exit status (2 for a usage error)."""
+    """Run the group as click's standalone mode does, a usage error one stderr line (:func:`usage_line`); always raises
+    SystemExit with the command's exit status."""
     try:
         status = cli.main(prog_name="agent-link", standalone_mode=False)
     except click.ClickException as exc:
@@ -188,7 +186,4 @@ def run_click(cli: click.Group) -> None:
         else:
             exc.show()
         sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("Aborted!", err=True)
-        sys.exit(1)
     sys.exit(status if isinstance(status, int) else 0)

@@ -1,7 +1,5 @@
-"""What the ``agent-link`` commands share, without click: the App of an invocation, one-line
-errors, output, showing messages, and the fast path (:func:`run_fast`) that runs
-a core command declared as data (:func:`command`) without click; what it does not take as it
-stands goes to the click command built from the same declaration (:mod:`agent_link_core.cli`)."""
+"""What the ``agent-link`` commands share, without click: the App of an invocation, one-line errors, output, and the fast
+path (:func:`run_fast`) running a core command declared as data (:func:`command`); what it does not take goes to click."""
 
 from __future__ import annotations
 
@@ -29,23 +27,18 @@ Exit codes:
   6  wait, send --wait: no answer (timed out, or the message expired or went unresolved)
   7  send --require-delivered: not delivered (accepted or queued)
   130  Ctrl-C stopped the command (wait, send --wait: stderr says how to wait again)"""
-EXIT_UNKNOWN, EXIT_NONE, EXIT_MANY, EXIT_TIMEOUT, EXIT_UNDELIVERED = 3, 4, 5, 6, 7
-JSON_FORMAT_VERSION = 1
+EXIT_UNKNOWN, EXIT_UNDELIVERED = 3, 7
 #: the core commands :func:`run_fast` runs: name -> ``"module:attribute"`` of a :class:`Command`
-FAST_COMMANDS = {
-    "inbox": "agent_link_core.commands.inbox:inbox", "send": "agent_link_core.commands.send:send",
-    "reply": "agent_link_core.commands.message:reply", "status": "agent_link_core.commands.message:status",
-    "show": "agent_link_core.commands.message:show",
-}
+FAST_COMMANDS = {name: f"agent_link_core.commands.{module}:{name}" for name, module in
+                 (("inbox", "inbox"), ("send", "send"), ("reply", "message"), ("status", "message"), ("show", "message"))}
 _BAD = object()  # a value the fast parser does not take: click words the refusal
 
 
 class Param:
-    """One option (``option("--as", "as_address", help=...)``) or argument of a core command.
+    """One option (``option("--as", "as_address", help=...)``: flags, then optionally the parameter name) or argument.
 
-    :param decls: the option's flags (``--as``) and, optionally, its parameter name without dashes.
-    :param kind: ``whole`` / ``finite`` (with ``low``, ``high``: an int / a non-nan float in that closed
-        range, None = open), ``choice`` (``choices``), ``file`` (a path that is no directory), else text.
+    :param kind: ``whole`` / ``finite`` (an int / a non-nan float in ``low``-``high``, None = open), ``choice``
+        (``choices``), ``file`` (a path that is no directory), else text.
     """
 
     def __init__(self, *decls: str, argument: bool = False, flag: bool = False, kind: str | None = None,
@@ -65,9 +58,8 @@ class Param:
                 value: Any = int(text) if self.kind == "whole" else float(text)
             except ValueError:
                 return _BAD
-            if value != value or (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-                return _BAD
-            return value
+            inside = value == value and (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+            return value if inside else _BAD
         if self.kind == "choice":
             return text if text in self.choices else _BAD
         if self.kind == "file" and os.path.exists(text) and (os.path.isdir(text) or not os.access(text, os.R_OK)):
@@ -131,7 +123,7 @@ class Context:
         self.closers: list[Callable[[], Any]] = []
 
     def find_root(self) -> Context:
-        return self if self.parent is None else self.parent.find_root()
+        return self.parent.find_root() if self.parent else self
 
     def call_on_close(self, closer: Callable[[], Any]) -> None:
         self.closers.append(closer)
@@ -142,8 +134,7 @@ _current: Context | None = None
 
 
 def parse(params: list[Param], args: list[str]) -> dict[str, Any] | None:
-    """``{parameter name: value}`` of ``args`` as click would parse them, or None for anything
-    the fast path leaves to click (an unknown or short option, a bad value, a missing argument ...)."""
+    """``{parameter name: value}`` of ``args`` as click parses them, or None for what the fast path leaves to click."""
     longs = {decl: p for p in params for decl in p.decls}
     positional = [p for p in params if p.argument]
     values = {p.name: p.default for p in params}
@@ -179,15 +170,13 @@ def parse(params: list[Param], args: list[str]) -> dict[str, Any] | None:
 
 
 def run_fast(argv: list[str]) -> bool:
-    """Run a command of :data:`FAST_COMMANDS` without click; False (nothing done) when
-    ``argv`` is not one it takes as it stands: click's path runs it then."""
+    """Run a command of :data:`FAST_COMMANDS` without click; False (nothing done) for an ``argv`` click must run."""
     global _current
     if not argv or argv[0] not in FAST_COMMANDS or "--help" in argv:
         return False
     spec: Command = import_target(FAST_COMMANDS[argv[0]])
     root = _current = Context("agent-link")
-    if spec.reader:
-        root.meta["read_only_ok"] = True
+    root.meta["read_only_ok"] = spec.reader
     try:
         params = spec.params
         try:  # the harnesses' declarations name the sender options: no database is opened for them
@@ -209,8 +198,8 @@ def run_fast(argv: list[str]) -> bool:
 
 
 def import_target(target: str) -> Any:
-    """The object ``"package.module:attribute"`` names, its module imported now.
-    :raises Exception: ``ValueError`` without ``:``, what importing the module raises, ``AttributeError`` for a missing attribute."""
+    """The object ``"package.module:attribute"`` names, imported now.
+    :raises Exception: ``ValueError`` without ``:``, what the import raises, ``AttributeError`` for a missing attribute."""
     module, sep, attribute = target.partition(":")
     if not sep or not module or not attribute:
         raise ValueError(f"{target!r} is not 'package.module:attribute'")
@@ -234,15 +223,15 @@ def usage_line(command_path: str, message: str) -> str:
 
 
 def echo(message: Any = "", err: bool = False) -> None:
-    """Print one line (``message`` and a newline) on stdout, or stderr with ``err``, flushed."""
+    """Print ``message`` and a newline on stdout (stderr with ``err``), flushed."""
     stream = sys.stderr if err else sys.stdout
     stream.write(f"{message}\n")
     stream.flush()
 
 
 def fail(exc: AgentLinkError, names: dict[str, str] | None = None) -> NoReturn:
-    """Print an AgentLinkError as one stderr line (plus its hint) and exit: 2 for bad arguments (usage), 1 for everything
-    else (a bad setting included). ``names``: the command's own ``{tool argument: CLI option or ARGUMENT}`` (``error_line``)."""
+    """Print an AgentLinkError as one stderr line (:func:`~agent_link_core.cli_text.error_line`, ``names`` its) and exit:
+    2 for bad arguments, 1 for everything else (a bad setting included)."""
     from agent_link_core.cli_text import error_line
 
     click = sys.modules.get("click")  # click's context on its path, else the fast path's
@@ -256,7 +245,7 @@ def fail(exc: AgentLinkError, names: dict[str, str] | None = None) -> NoReturn:
 
 
 def get_app(ctx: Any) -> App:
-    """The App of this invocation (:func:`open_app`); one that cannot be opened ends the command (:func:`fail`)."""
+    """:func:`open_app`, one that cannot be opened ending the command (:func:`fail`)."""
     try:
         return open_app(ctx)
     except AgentLinkError as exc:
@@ -264,8 +253,8 @@ def get_app(ctx: Any) -> App:
 
 
 def open_app(ctx: Any) -> App:
-    """The App of this invocation (``ctx``: click's context or :class:`Context`), created on first use with the plugins
-    :func:`plugin_hooks` loaded, closed at exit; raises AgentLinkError when the settings file, the state dir or the database cannot be read."""
+    """The App of this invocation (``ctx``: click's or a fast :class:`Context`), made on first use with :func:`plugin_hooks`,
+    closed at exit. :raises AgentLinkError: the settings file, the state dir or the database cannot be read."""
     root = ctx.find_root()
     if "app" not in root.meta:
         from agent_link_core.app import App
@@ -276,8 +265,8 @@ def open_app(ctx: Any) -> App:
 
 
 def plugin_hooks(ctx: Any) -> Hooks:
-    """The plugins of this invocation, loaded once without opening the database (a command that opens none never needs
-    one); the App opened later reuses them. Raises AgentLinkError when the settings file cannot be read."""
+    """The plugins of this invocation, loaded once without opening the database (the App reuses them).
+    :raises AgentLinkError: the settings file cannot be read."""
     root = ctx.find_root()
     if "app" in root.meta:
         return root.meta["app"].hooks
@@ -289,27 +278,27 @@ def plugin_hooks(ctx: Any) -> Hooks:
 
 
 def emit(data: Any, as_json: bool, human: Any, ndjson: bool = False) -> None:
-    """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line) or call ``human(data)``.
-    A JSON object without a ``version`` field gets ``version`` :data:`JSON_FORMAT_VERSION`."""
+    """Print ``data`` as JSON (``--json`` indented, ``--ndjson`` one line; an object gets ``version`` 1 unless it has one)
+    or call ``human(data)``."""
     if not (as_json or ndjson):
         human(data)
         return
     import json  # only for --json: the package imports re and enum, which people's output never needs
 
     if isinstance(data, dict) and "version" not in data:
-        data = {"version": JSON_FORMAT_VERSION, **data}
+        data = {"version": 1, **data}
     echo(json.dumps(data, ensure_ascii=False, **({"separators": (",", ":")} if ndjson else {"indent": 2})))
 
 
 def output_lost(exc: OSError, what: str = "") -> NoReturn:
-    """End a command whose stdout could not be written (a closed pipe, a full disk): one stderr line saying so and ``what`` (what stands), exit 1."""
+    """End a command whose stdout could not be written: one stderr line saying so and ``what`` (what stands), exit 1."""
     drop_stdout()
     echo(f"agent-link: could not write the output ({exc.strerror or type(exc).__name__}){'; ' + what if what else ''}.", err=True)
     sys.exit(1)
 
 
 def drop_stdout() -> None:
-    """Point stdout at the null device: the last flush of what could not be written adds no error (the hook's too: standard modules only)."""
+    """Point stdout at the null device: the last flush adds no error (the hook uses it too: standard modules only)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -319,8 +308,8 @@ def drop_stdout() -> None:
 
 
 def show_then_mark(show: Any, mark: Any, what: str) -> Any:
-    """Call ``show()``, flush stdout, and only then return ``mark()`` (what marks the shown mail
-    read): output that never reached its reader marks nothing (:func:`output_lost` says ``what``)."""
+    """Call ``show()``, flush stdout, and only then return ``mark()``: output never written marks nothing read
+    (:func:`output_lost` says ``what``)."""
     try:
         show()
         sys.stdout.flush()
@@ -343,14 +332,13 @@ def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -
 
 
 def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
-    """End a read whose output was written but not marked read (``undone`` says what stays unread): one line, exit 1."""
+    """End a read shown but not marked read (``undone``: what stays unread): one line, exit 1."""
     first = exc.message[:1].lower() if exc.message[1:2].islower() else exc.message[:1]  # "The" -> "the"; "SQLite" stays
     fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
 
 
 def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
-    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (their
-    views, ``markedDelivered``, the open and remaining counts)."""
+    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (views and counts)."""
     from agent_link_core.store import now_ms
 
     data = {**data, "markedDelivered": list(ids)}
@@ -372,17 +360,17 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
     if "openCount" in data:
         data["openCount"] = sum(1 for v in views if v.get("open"))
     if "remainingCount" in data:  # a paged message is among ids once its last page is shown
-        data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
+        left = data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
         if "more" in data:
-            left = data["remainingCount"]
             data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
     return data
 
 
 def message_text(text: str | None, path: str | None) -> str:
-    """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (reading at most the limit plus one byte: a huge input
-    is refused without being held in memory). A refusal ends the command (:func:`fail`): ``invalid_arguments`` (neither or
-    both given, unreadable file, not UTF-8), ``body_too_large`` (limit in UTF-8 bytes)."""
+    """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (at most the limit plus one byte read). A refusal ends
+    the command (:func:`fail`): ``invalid_arguments`` (neither or both, unreadable, not UTF-8), ``body_too_large``."""
+    import contextlib
+
     from agent_link_core.config import not_utf8
     from agent_link_core.envelope import MAX_BODY_BYTES
     from agent_link_core.errors import invalid_arguments
@@ -404,11 +392,8 @@ def message_text(text: str | None, path: str | None) -> str:
         return text
     source = "stdin" if path is None else path
     try:
-        if path is None:
-            raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1)
-        else:
-            with open(path, "rb") as f:
-                raw = f.read(MAX_BODY_BYTES + 1)
+        with open(path, "rb") if path is not None else contextlib.nullcontext(sys.stdin.buffer) as f:
+            raw = f.read(MAX_BODY_BYTES + 1)
     except OSError as exc:
         fail(invalid_arguments([{"path": "file", "rule": "readable", "expected": f"a readable file ({exc.strerror})"}]))
     if len(raw) > MAX_BODY_BYTES:  # read no further: its whole size is not known
@@ -421,8 +406,8 @@ def message_text(text: str | None, path: str | None) -> str:
 
 
 def run_async(coro: Any, inline: bool = False) -> Any:
-    """Run a coroutine, an AgentLinkError ending the command (:func:`fail`); ``inline``: it
-    awaits no I/O, so it runs without asyncio (:func:`agent_link_core.aio.run_inline`)."""
+    """Run a coroutine, an AgentLinkError ending the command (:func:`fail`); ``inline``: it awaits no I/O, so it runs
+    without asyncio (:func:`agent_link_core.boundary.run_inline`)."""
     try:
         if inline:
             from agent_link_core.boundary import run_inline
@@ -436,16 +421,15 @@ def run_async(coro: Any, inline: bool = False) -> Any:
 
 
 def interrupted(command: str | None = None) -> NoReturn:
-    """End a command stopped by Ctrl-C: one stderr line naming ``command`` (its path after ``agent-link``,
-    ``install <host>``, if known), exit 130 (click's own says "Aborted!", exit 1)."""
+    """End a command stopped by Ctrl-C: one stderr line naming ``command`` (its path after ``agent-link``), exit 130."""
     where = f"agent-link {command}" if command else "agent-link"
     echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)
     sys.exit(130)
 
 
 def sender_options(harnesses: Mapping[str, Any]) -> list[Any]:
-    """The sender options (:class:`~agent_link_core.harness.SenderOption`) of the ``harnesses`` (``{name: Harness or
-    HarnessDeclaration}``: ``Hooks.harnesses()``, ``App.harnesses.declared()``), one per flag (the first by name defines it)."""
+    """The :class:`~agent_link_core.harness.SenderOption` list of ``harnesses`` (``{name: Harness or declaration}``),
+    one per flag (the first by name defines it)."""
     seen: dict[str, Any] = {}
     for _, harness in sorted(harnesses.items()):  # declared: no harness is built for its flags
         for option_ in harness.sender_options:
@@ -459,8 +443,8 @@ def sender_params(harnesses: Mapping[str, Any], present: set[str]) -> list[Param
 
 
 def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
-    """The caller a command acts as: ``--from`` / a harness's sender options, else the current session. With ``reading``
-    (the command shows mail) the reader, named or not, must be proved, as ``--as`` is (:func:`prove_reading`)."""
+    """The caller a command acts as: ``--from`` / a harness's sender options, else the current session; with ``reading``
+    (it shows mail) proved, as ``--as`` is (:func:`prove_reading`)."""
     from agent_link_core.identity import named_sender
 
     if from_address is not None and not from_address.strip():
@@ -485,8 +469,7 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
 
 
 def as_caller(app: App, as_address: str | None) -> Any:
-    """The reader of a command that shows mail: ``--as ADDRESS`` (checked) or the current
-    session, proved either way (:func:`prove_reading`)."""
+    """The reader of a command that shows mail: ``--as ADDRESS`` or the current session, proved (:func:`prove_reading`)."""
     from agent_link_core.cli_text import address_error
     from agent_link_core.model import Caller, address_scheme
 
@@ -503,20 +486,19 @@ def as_caller(app: App, as_address: str | None) -> Any:
 
 def prove_reading(app: App, address: str) -> None:
     """End the command (one line, exit 1) unless this process may read the mail of ``address``
-    (:func:`agent_link_core.identity.prove_reader`: that address's own session, or ``AGENT_LINK_INSPECT_ALL``)."""
+    (:func:`agent_link_core.identity.prove_reader`)."""
     from agent_link_core.identity import prove_reader, reader_proved_here
     from agent_link_core.model import RUNTIME_SOURCES
 
     if not reader_proved_here(app, address):
-        # only a session its host names needs the host's proof (I/O); any other reader is
-        # refused without awaiting anything, so without starting asyncio
+        # only a session its host names needs the host's proof (I/O); any other is refused without starting asyncio
         asks_host = (caller := app.caller()).known and caller.address == address and caller.source in RUNTIME_SOURCES
         run_async(prove_reader(app, address), inline=not asks_host)
 
 
 def guarded(run: Callable[[], Any]) -> Any:
-    """``run()``, with what escapes a command as one stderr line and an exit code: Ctrl-C
-    (130), stdout lost (1), an AgentLinkError, a database error, any other exception (a bug)."""
+    """``run()``, what escapes it one stderr line and an exit code: Ctrl-C (130), stdout lost, an AgentLinkError, a
+    database error, any other exception (a bug)."""
     import sqlite3
 
     try:
@@ -561,6 +543,5 @@ def raise_internal(exc: BaseException) -> NoReturn:
     import logging
 
     logging.getLogger("agent_link_core.cli").exception("agent-link failed", exc_info=exc)
-    fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).",
-                        {"cause": type(exc).__name__},
+    fail(AgentLinkError("internal_error", f"agent-link failed unexpectedly ({type(exc).__name__}).", {"cause": type(exc).__name__},
                         hint="Rerun with AGENT_LINK_DEBUG=1 (the log names the cause) and report it."))

@@ -14,12 +14,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# Tool argument -> CLI option or argument, for every command (a command's own table wins).
+# Tool argument -> CLI option or argument, for every command (a command's own wins; without one a path reads ``--path``).
 FIELD_NAMES = {
-    "replyBy": "--reply-by", "anticipation": "--anticipation", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "ttl-ms": "--ttl-ms",
-    "from": "--from", "requireKnown": "--require-known", "limit": "--limit", "since": "--since", "until": "--until", "alias": "ALIAS",
+    "replyBy": "--reply-by", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "requireKnown": "--require-known", "alias": "ALIAS",
     "new": "NEW", "address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
-    "as": "--as", "query": "QUERY", "cursor": "--cursor", "senderProject": "--from-project", "senderLabel": "--label",
+    "query": "QUERY", "senderProject": "--from-project", "senderLabel": "--label",
 }
 COMMAND_FIELDS = {"send": {"messageId": "--message-id"}, "inbox": {"messageId": "--message-id"}}
 # MCP tool -> the command a person runs for the same thing.
@@ -143,7 +142,6 @@ def message_lines(view: dict[str, Any], body: str | None) -> list[str]:
     if view.get("correlationId"):
         lines.append(f"  thread:  {printable(view['correlationId'])}")
     if body is not None:
-        lines.append("")
-        lines += ["  " + line for line in terminal_safe(body).split("\n")]
+        lines += ["", *("  " + line for line in terminal_safe(body).split("\n"))]
     lines.append("")
     return lines

@@ -69,8 +69,7 @@ def fingerprint(files: list[str]) -> list[Any]:
 
 
 def _distributions(entry: str) -> Any:
-    """``[[name, mtime], ...]`` of the folders :mod:`importlib.metadata` reads in ``entry`` (an egg's ``EGG-INFO``
-    too); a file (a zip) or a missing entry: its mtime or None."""
+    """``[[name, mtime], ...]`` of ``entry``'s metadata folders (``EGG-INFO`` too); a zip or a missing entry: its mtime or None."""
     try:
         with os.scandir(entry) as children:
             return sorted([child.name, child.stat().st_mtime_ns] for child in children

@@ -1,14 +1,12 @@
-"""The ``agent-link`` console script. ``agent-link hook`` (hosts run it on every prompt) is dispatched before click,
-pluggy, mcp or pydantic load; ``agent-link mcp`` starts a distribution's declared start-up front
-(:func:`agent_link_core.discovery.mcp_front`) first for the same reason; the hot commands run without click when their
-arguments parse (:func:`agent_link_core.cli_run.run_fast`). Plugins come from the entry-point cache (:mod:`agent_link_core.discovery`).
-"""
+"""The ``agent-link`` console script. ``agent-link hook`` (run on every prompt) is dispatched before click, pluggy, mcp or
+pydantic load; ``agent-link mcp`` starts a distribution's start-up front (:func:`agent_link_core.discovery.mcp_front`) first;
+the hot commands run without click (:func:`agent_link_core.cli_run.run_fast`). Plugins come from the entry-point cache."""
 
 import os
 import sys
 
-#: the process that started this one, read first thing: ``agent-link mcp`` exits when it is
-#: gone (:func:`agent_link_core.server.serve`), also when it died while the server started
+#: the process that started this one, read first thing: ``agent-link mcp`` exits when it is gone, also when it died while
+#: the server started (:func:`agent_link_core.server.serve`)
 PARENT_PID = os.getppid()
 
 
@@ -23,9 +21,8 @@ def main() -> None:
 
     discovery.USE_CACHE = True  # a whole process of its own: entry points come from the checked cache
     if argv == ["mcp"]:  # not with options (--help prints and exits without serving)
-        # answer the connection's opening before click, the MCP SDK and the plugins load; what
-        # distributions do first (the presence plugin: the configured address counts as served
-        # before that answer goes out) runs before it
+        # answer the connection's opening before click, the MCP SDK and the plugins load; what distributions do
+        # first (the presence plugin: the configured address counts as served before that answer) runs before it
         discovery.mcp_start()
         discovery.mcp_front(start=True)  # none: the full server answers the opening once loaded
     from agent_link_core import cli_run

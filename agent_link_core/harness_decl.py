@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from agent_link_core.harness import Harness
 
 #: a harness name, its address scheme
-HARNESS_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+HARNESS_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")  # fullmatch: "$" would let a trailing line break pass
 
 
 class OutputBudget(Struct, frozen=True):
@@ -156,7 +156,7 @@ def check_harness(record: Any) -> None:
     if not isinstance(record, HarnessDeclaration) and (harness is None or not isinstance(record, harness.Harness)):
         raise Refused(f"registered a {type(record).__name__}, not a Harness", "Subclass agent_link_core.harness.Harness.")
     name = getattr(record, "name", None)
-    if not isinstance(name, str) or not HARNESS_NAME_RE.match(name):
+    if not isinstance(name, str) or not HARNESS_NAME_RE.fullmatch(name):
         raise Refused(f"registered a harness named {name!r}",
                       "A harness name is its address scheme: 1-32 of a-z 0-9 -, starting with a letter.")
     if isinstance(record, HarnessDeclaration):

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
-    from agent_link_core.tools.registry import Progress, ToolSpec
+    from agent_link_core.tools.registry import Progress, ToolCall, ToolSpec
 
 
 @hookspec
@@ -404,4 +404,41 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | N
     :param app: the server's App.
     :returns: coroutine functions taking no arguments, or None; each starts once when the server starts serving and is
         cancelled when it stops. They share the server's event loop with tool calls: ``await`` often.
+    """
+
+
+def _extension_problem(answer: Any, plugin: str) -> str | None:
+    from agent_link_core.tools.core_tools import extension_problem
+
+    return extension_problem(answer)
+
+
+@hookspec(check=_extension_problem)
+def agent_link_extend_tools(app: App | None) -> dict[str, dict[str, Any]] | None:
+    """Add arguments, result fields and a description's end to core MCP tools (the waits plugin's ``waitForReply`` in
+    ``message_agent``). Called when the tools are collected (``agent_link_register_tools``); must be cheap.
+
+    :param app: the App, or None when tools are listed without one.
+    :returns: ``{core tool name: {"input"?: {argument: JSON schema}, "output"?: {result field: JSON schema},
+        "description"?: str}}`` or None; the names are the plugin's own (one the tool has is refused, with the answer).
+    """
+
+
+@hookspec(firstresult=True, refuses=True, awaitable=True)
+def agent_link_tool_send(arguments: dict[str, Any], recipient: str, send: Callable[..., Awaitable[dict[str, Any]]],
+                         call: ToolCall, app: App) -> Awaitable[dict[str, Any]] | None:
+    """Carry out a ``message_agent`` send (or a plugin tool's send through it) whose arguments ask for what the plugin
+    added to the tool (``agent_link_extend_tools``; the waits plugin's ``waitForReply``). Called for every such send once
+    the recipient is checked, before anything is stored (the first answer takes it); its awaitable runs up to 700 s
+    (``LONG_HOOKS_S``), not the hook budget.
+
+    :param arguments: the tool's validated arguments.
+    :param recipient: the address the message goes to.
+    :param send: ``send(message_id=None, **keywords)``: stores and pushes the message once (a later call returns the same
+        future) under ``message_id`` when the caller gave none, with more :meth:`~agent_link_core.app.App.send` keywords
+        (``wait_for_reply``); its result is the tool's.
+    :param call: the tool call (caller, warnings, progress).
+    :param app: the App.
+    :returns: an awaitable of the tool's result, or None to leave the send to the core.
+    :raises AgentLinkError: a refusal, before anything is sent.
     """

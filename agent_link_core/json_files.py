@@ -16,20 +16,15 @@ if TYPE_CHECKING:
 
 
 def loads(text: str) -> Any:
-    """``json.loads(text)``, through the C scanner of the :mod:`json` package without importing the package: it imports
-    :mod:`re` and :mod:`enum`, a third of the CPU of a prompt hook.
-
-    :raises ValueError: for text that is not one JSON value (``json.JSONDecodeError``: on the first error the fast path lets
-        :mod:`json` itself word it).
-    :raises RecursionError: for JSON nested too deeply.
-    """
+    """``json.loads(text)`` through the :mod:`json` package's C scanner, without importing the package (its :mod:`re` and
+    :mod:`enum` are a third of a prompt hook's CPU); ``ValueError`` (as :mod:`json` words it) or ``RecursionError`` as it raises."""
     start = len(text) - len(text.lstrip(_JSON_SPACE))
     try:
         from _json import make_scanner
 
         value, end = make_scanner(_DECODER)(text, start)  # type: ignore[arg-type]  # reads the attributes only
-    except Exception:  # not JSON (or no accelerator): json words the error, which the scanner
-        end = -1  # cannot while json.decoder is not imported (SystemError, StopIteration)
+    except Exception:  # not JSON, or no accelerator: json words the error (the bare scanner cannot)
+        end = -1
     if end >= 0 and not text[end:].strip(_JSON_SPACE):
         return value
     import json
@@ -38,11 +33,8 @@ def loads(text: str) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """``json.dumps(value)`` (ASCII, the default separators), through the C encoder of the :mod:`json` package without importing
-    the package (see :func:`loads`).
-
-    :raises TypeError: for a value JSON cannot hold; ``ValueError`` for a circular reference.
-    """
+    """``json.dumps(value)`` (ASCII, the default separators) through the C encoder, as :func:`loads`; ``TypeError`` for a value
+    JSON cannot hold, ``ValueError`` for a circular reference."""
     try:
         from _json import encode_basestring_ascii, make_encoder
 
@@ -73,9 +65,8 @@ _JSON_SPACE = " \t\n\r"
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The JSON object in the UTF-8 file ``path``, or None: for a file missing, unreadable, not UTF-8, not JSON, nested too deeply
-    or holding another JSON value. Never raises for the file: a missing, half-written or foreign file is "no record", the caller
-    says what that means."""
+    """The JSON object in the UTF-8 file ``path``, or None (never raising) for a file missing, unreadable, not UTF-8, not JSON,
+    nested too deeply or holding another value: "no record", which the caller words."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = loads(handle.read())
@@ -93,11 +84,8 @@ def mtime_ns(path: str) -> int | None:
 
 
 def ensure_private_dir(path: str | os.PathLike[str]) -> None:
-    """Create ``path`` and its missing parents with mode 0700 (whatever the umask). An existing directory is left as it is: it may
-    be shared on purpose (``/tmp``); health reports a state dir others can read.
-
-    :raises AgentLinkError: ``state_io_error`` when it cannot be created.
-    """
+    """Create ``path`` and its missing parents with mode 0700 (whatever the umask); an existing one is left as it is (it may be
+    shared on purpose, as ``/tmp``). ``state_io_error`` when it cannot be created."""
     try:
         missing = []  # not os.makedirs: it gives missing parents 0777 minus the umask
         current = os.path.abspath(path)
@@ -135,11 +123,9 @@ def state_io_error(path: str | os.PathLike[str], exc: OSError, state_dir: str | 
 
 
 def write_json_object(path: str, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` as JSON atomically (a temporary file renamed over it), private to the user: the file 0600,
-    missing folders 0700 (:func:`ensure_private_dir`).
+    """Write ``data`` to ``path`` as JSON atomically (a temporary file renamed over it), the file 0600, missing folders 0700.
 
-    :raises OSError: when it cannot be written (the temporary file is removed).
-    :raises AgentLinkError: ``state_io_error`` when its folder cannot be created.
+    :raises OSError: when it cannot be written; ``AgentLinkError`` (``state_io_error``) when its folder cannot be created.
     """
     import contextlib
     import json

@@ -1,5 +1,7 @@
 """The message lifecycle: a row (queued) that only evidence (a confirmed push, an inbox read) moves to delivered, then one
-resolution by the recipient; status is computed on read from the clock, no timer runs (docs/behaviour.md §8)."""
+resolution by the recipient, reminders and status transitions; status is computed on read from the clock, no timer runs
+(docs/behaviour.md §8). Every change leaves a ``message_events`` row, given to the ``agent_link_record_event`` observers
+inside its transaction and to ``agent_link_on_event`` after the commit (docs/storage.md, "Audit records commit with the change")."""
 
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ import time
 from agent_link_core.addresses import ANTICIPATIONS, MESSAGE_ID_WORDS, address_scheme, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.mail_followup import PUSH_EVENT_KINDS, STATUS_BY_KIND, MailFollowUp
 from agent_link_core.store import is_corruption, now_ms
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
@@ -23,14 +24,17 @@ if TYPE_CHECKING:
     from typing import Any
 
     from agent_link_core.config import Config
+    from agent_link_core.model import Caller
     from agent_link_core.plugins import Hooks
     from agent_link_core.records import Event, OutgoingMessage
     from agent_link_core.store import Store
 
 MIN_REPLY_BY_LEAD_MS = 30_000
+STATUS_BY_KIND = {"reply": "replied", "decline": "declined", "done": "done"}
+#: the events that say how a push stands (the newest one decides ``accepted``), as SQL
+PUSH_EVENT_KINDS = "('delivery_unknown', 'delivery_accepted', 'delivery_settled', 'delivered', 'released')"
 #: ids per query when a read asks about many messages (:func:`batches`)
 STATE_BATCH = 500
-#: ULID's alphabet (Crockford's base 32)
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _last_id = [0, 0]  # (epoch ms, 80-bit randomness) of the newest id this process made
 _id_lock = _thread.allocate_lock()  # threading's Lock, without importing threading (a CLI command needs no thread)
@@ -116,20 +120,17 @@ def check_body(body: str) -> str:
     clean = sanitize_text(body)
     size = len(clean.encode("utf-8"))
     if size > MAX_BODY_BYTES:
-        raise AgentLinkError(
-            "body_too_large",
-            f"The message is {size} bytes; the limit is {MAX_BODY_BYTES} bytes (UTF-8).",
-            {"limitBytes": MAX_BODY_BYTES, "actualBytes": size},
-            hint="Shorten the message or send a file path instead of the content.",
-        )
+        raise AgentLinkError("body_too_large", f"The message is {size} bytes; the limit is {MAX_BODY_BYTES} bytes (UTF-8).",
+                             {"limitBytes": MAX_BODY_BYTES, "actualBytes": size},
+                             hint="Shorten the message or send a file path instead of the content.")
     if not clean.strip() or not _shows_something(clean.strip()):
         raise invalid_arguments([{"path": "message", "rule": "minLength", "expected": "a message with visible text (not only spaces, controls or zero-width characters)"}])
     return clean
 
 
 def _shows_something(text: str) -> bool:
-    """Whether ``text`` has a character a reader sees (not a control, zero-width, separator or NUL, which the envelope drops)."""
-    if text[0].isprintable():  # the common case, without unicodedata: a printable first character (spaces are stripped)
+    """Whether ``text`` has a character the envelope keeps (not a control, zero-width, separator or NUL)."""
+    if text[0].isprintable():  # the common case, without importing unicodedata
         return True
     import unicodedata
 
@@ -161,7 +162,7 @@ def _sha256(data: bytes) -> Any:
 
 
 def idempotency_refusal(message_id: str, differs: list[str], path: str, expected: str) -> AgentLinkError:
-    """``invalid_arguments`` (rule ``idempotency``, ``details.differs``: the fields that differ) for an id used for another message."""
+    """``invalid_arguments`` (rule ``idempotency``, ``details.differs``) for an id used for another message."""
     words = [{"from": "sender", "to": "recipient", "message": "text"}.get(name, name) for name in differs]
     what = f"its {', '.join(words)} {'differs' if len(words) == 1 else 'differ'}" if words else "its content differs"
     return invalid_arguments([{"path": path, "rule": "idempotency", "expected": expected}],
@@ -169,8 +170,8 @@ def idempotency_refusal(message_id: str, differs: list[str], path: str, expected
 
 
 def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
-    """Which fields of ``msg`` differ from the stored ``row`` with its id: tool argument names, then fingerprint keys (``ttlMs``
-    ...); never values (the stored message may be someone else's)."""
+    """The names of ``msg``'s fields that differ from the stored ``row`` (tool argument names, then fingerprint keys), never
+    values: the stored message may be someone else's."""
     given = {"from": ("from_addr", msg.sender.address), "to": ("to_addr", msg.to), "message": ("body", msg.body),
              "anticipation": ("anticipation", msg.anticipation), "replyBy": ("reply_by", msg.reply_by_ms),
              "replyToMessageId": ("reply_to", msg.reply_to)}
@@ -187,8 +188,8 @@ def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
 
 
 class Visibility:
-    """Which stored messages one reader may see (docs/storage.md): :meth:`sql` (in queries) and :meth:`allows` (on rows read)
-    apply the one rule. Build one with :meth:`Mailbox.visible_to`.
+    """Which stored messages one reader may see (docs/storage.md, "Who sees what"), in queries (:meth:`sql`) and on rows
+    (:meth:`allows`); built by :meth:`Mailbox.visible_to`.
 
     :param address: the reader's address (None: an unidentified reader, who sees nothing).
     :param everything: all mail, for a reader allowed to see it; ``reason`` says why: ``participant``, ``inspect_all`` or ``person``.
@@ -200,8 +201,8 @@ class Visibility:
         self.address, self.everything, self.reason = address, everything, reason
 
     def sql(self, table: str = "messages") -> tuple[str, list[Any]]:
-        """A WHERE fragment and its parameters for rows of ``messages`` named ``table``: e.g. ``("(m.from_addr = ? OR m.to_addr = ?
-        OR m.recipient = ?)", [a, a, a])``; ``("1", [])`` for everything, ``("0", [])`` for an unidentified reader."""
+        """``(WHERE fragment, parameters)`` for rows of ``messages`` named ``table``: ``("1", [])`` for everything,
+        ``("0", [])`` for an unidentified reader."""
         if self.everything:
             return "1", []
         if not self.address:
@@ -215,10 +216,8 @@ class Visibility:
     def require(self, row: Any, what: str = "this message") -> None:
         """``permission_denied`` (reason ``not_participant``) unless :meth:`allows` ``row``; ``what``: what was asked for."""
         if not self.allows(row):
-            raise AgentLinkError(
-                "permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
-                hint=f"You are {self.address or 'unidentified'}; ask as the sender or the recipient.",
-            )
+            raise AgentLinkError("permission_denied", f"Only the sender or the recipient may read {what}.", {"reason": "not_participant"},
+                                 hint=f"You are {self.address or 'unidentified'}; ask as the sender or the recipient.")
 
 
 class MessageState:
@@ -236,7 +235,7 @@ class MessageState:
         self.delivery_note = delivery_note
 
 
-class Mailbox(MailFollowUp):
+class Mailbox:
     """Message operations over one :class:`~agent_link_core.store.Store`; ``hooks`` None on the hook fast path (no events, no plugins)."""
 
     def __init__(self, store: Store, config: Config, hooks: Hooks | None = None) -> None:
@@ -249,16 +248,13 @@ class Mailbox(MailFollowUp):
         (every message) needs ``AGENT_LINK_INSPECT_ALL``, else ``permission_denied`` (reason ``inspect_all_disabled``)."""
         if all_mail:
             if not self.config.get("AGENT_LINK_INSPECT_ALL"):
-                raise AgentLinkError(
-                    "permission_denied", "Reading every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
-                    {"reason": "inspect_all_disabled"},
-                    hint="Ask for your own mail, or have the machine's user turn the setting on.",
-                )
+                raise AgentLinkError("permission_denied", "Reading every mailbox needs AGENT_LINK_INSPECT_ALL=1 in the server's environment.",
+                                     {"reason": "inspect_all_disabled"}, hint="Ask for your own mail, or have the machine's user turn the setting on.")
             return Visibility(address, True, "inspect_all")
         return Visibility(address if address and is_address(address) else None)
 
     def last_event_seq(self) -> int:
-        """The newest audit event's sequence number (0 for none): it grows with every committed change, so readers poll it."""
+        """The newest audit event's sequence number (0 for none): it grows with every committed change."""
         return int(self.store.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM message_events").fetchone()[0])
 
     def get_row(self, message_id: str) -> sqlite3.Row | None:
@@ -277,7 +273,7 @@ class Mailbox(MailFollowUp):
         return [found[i] for i in ids if i in found]
 
     def stored(self, message_id: str) -> sqlite3.Row:
-        """A message known to exist (just stored or read): its row; ``LookupError`` when it does not (a bug, not a user error)."""
+        """The row of a message known to exist; ``LookupError`` (a bug, not a user error) when it does not."""
         row = self.get_row(message_id)
         if row is None:
             raise LookupError(message_id)
@@ -294,7 +290,7 @@ class Mailbox(MailFollowUp):
         row = self.get_row(message_id)
         if row is None:
             raise AgentLinkError("not_found", f"No message {message_id} exists.", {"id": message_id, "candidates": []},
-                                 hint="Check the id; read_agent_link_inbox and agent_link_mailbox_inspect list yours.")
+                                 hint="Check the id; read_agent_link_inbox lists your open mail.")
         return row
 
     def state(self, row: sqlite3.Row, now: int | None = None) -> MessageState:
@@ -302,7 +298,7 @@ class Mailbox(MailFollowUp):
         return self.states([row], now)[0]
 
     def new_state(self, row: sqlite3.Row) -> MessageState:
-        """:meth:`state` of a message this process has just stored (no resolution, reminder or push yet): known without a query."""
+        """:meth:`state` of a message this process has just stored, without a query."""
         return self._state_of(row, None, 0, None, None, now_ms())
 
     def states(self, rows: Sequence[sqlite3.Row], now: int | None = None) -> list[MessageState]:
@@ -339,7 +335,6 @@ class Mailbox(MailFollowUp):
             delivery, note = "accepted", json.loads(last_push["data"] or "{}").get("note")
         resolution = None if res is None else {
             "kind": res["kind"], "by": res["by_addr"], "at": iso(res["at"]), "late": bool(res["late"]),
-            # The other party's words: escaped by the envelope's rules before any model sees them.
             "replyMessageId": res["reply_message_id"], "reason": escape_text(res["reason"]) if res["reason"] else res["reason"],
         }
         status, next_due, due = self._status(row, res, count, last_at, now)
@@ -348,7 +343,7 @@ class Mailbox(MailFollowUp):
     def _status(
         self, row: sqlite3.Row, res: sqlite3.Row | None, count: int, last_at: int | None, now: int
     ) -> tuple[str | None, int | None, bool]:
-        """``(status, next reminder due at, due now)`` by the rules of docs/behaviour.md §8."""
+        """``(status, next reminder due at, due now)`` (docs/behaviour.md §8)."""
         if res is not None:
             return STATUS_BY_KIND[res["kind"]], None, False
         if row["anticipation"] == "fyi":
@@ -401,7 +396,7 @@ class Mailbox(MailFollowUp):
         """Render the ``<agent-link-message>`` envelope for a stored message (``message``: its :meth:`row_dict`, if made)."""
         message = self.row_dict(row) if message is None and self.hooks is not None else message
         meta = message["metadata"] if message is not None else json.loads(row["metadata"] or "{}")
-        # read before the hooks see the message: what a plugin does to its metadata stays its own
+        # read before the hooks see it: what a plugin does to the metadata stays its own
         verified, meta_via = bool(meta.get("sender", {}).get("verified")), meta.get("via")
         attributes: dict[str, str] = {}
         elements: list[str] = []
@@ -428,9 +423,8 @@ class Mailbox(MailFollowUp):
 
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""
-        return self.store.conn.execute(
-            "SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1", (message_id, kind)
-        ).fetchone() is not None
+        return self.store.conn.execute("SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1",
+                                       (message_id, kind)).fetchone() is not None
 
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
@@ -439,7 +433,7 @@ class Mailbox(MailFollowUp):
 
     @staticmethod
     def _select(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, retry_unindexed: bool) -> list[sqlite3.Row]:
-        """Run a read; with ``retry_unindexed`` a damaged index is bypassed (``{}`` marks where ``NOT INDEXED`` goes)."""
+        """A read; with ``retry_unindexed`` a damaged index is bypassed (``NOT INDEXED`` goes at ``{}``)."""
         try:
             return conn.execute(sql.format(""), params).fetchall()
         except sqlite3.DatabaseError as exc:
@@ -472,7 +466,7 @@ class Mailbox(MailFollowUp):
                     return existing, False
                 self._storing = (msg.id, row)
                 staged = self._stage("sent", msg.id, at, msg.sender.address, {"to": msg.recipient, "addressedTo": msg.to}, result)
-            self._publish(staged)
+            self.publish(staged)
         finally:
             self._storing = None
         return row, True
@@ -497,22 +491,21 @@ class Mailbox(MailFollowUp):
                 if row["delivered_at"] is not None:
                     # A resolution overtook the push's confirmation (it counts as delivery): keep its times, record path and evidence.
                     conn.execute("UPDATE messages SET delivered_via = ? WHERE id = ?", (via, message_id))
-                    self._event(conn, message_id, "delivered", row["delivered_at"], row["recipient"], via,
-                                {"evidence": evidence or {}, "afterResolution": True})
+                    self.record(conn, message_id, "delivered", row["delivered_at"], row["recipient"],
+                                {"evidence": evidence or {}, "afterResolution": True}, via=via)
                     continue
-                self._set_delivered(conn, row, at, via, evidence)
-                staged.append(self._stage("delivered", message_id, at, row["recipient"], {"via": via, "evidence": evidence or {}}))
-        self._publish(*staged)
+                staged.append(self._set_delivered(conn, row, at, via, evidence))
+        self.publish(*staged)
         return marked
 
-    def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str, evidence: dict[str, Any] | None) -> None:
-        still_open = 1 if (row["anticipation"] != "fyi" and not self._resolved(conn, row["id"])) else 0
-        conn.execute(
-            "UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?),"
-            " delivered_via = ?, open = ? WHERE id = ?",
-            (at, at, via, still_open, row["id"]),
-        )
-        self._event(conn, row["id"], "delivered", at, row["recipient"], via, {"evidence": evidence or {}})
+    def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str,
+                       evidence: dict[str, Any] | None) -> Event | None:
+        still_open = int(row["anticipation"] != "fyi" and not conn.execute(
+            "SELECT 1 FROM resolutions WHERE message_id = ?", (row["id"],)).fetchone())
+        conn.execute("UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?), delivered_via = ?,"
+                     " open = ? WHERE id = ?", (at, at, via, still_open, row["id"]))
+        return self.record(conn, row["id"], "delivered", at, row["recipient"], {"evidence": evidence or {}}, via=via,
+                           observed={"via": via, "evidence": evidence or {}})
 
     def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
         """Up to ``limit`` messages for an inbox read: undelivered (oldest first), then with ``include_open`` open delivered ones;
@@ -530,16 +523,15 @@ class Mailbox(MailFollowUp):
             if mark:
                 for row in rows:
                     if row["delivered_at"] is None:
-                        self._set_delivered(conn, row, at, "inbox", None)
+                        staged.append(self._set_delivered(conn, row, at, "inbox", None))
                         marked.append(row["id"])
-                        staged.append(self._stage("delivered", row["id"], at, recipient, {"via": "inbox"}))
                 rows = self.rows([r["id"] for r in rows])  # as marked: one query, not one per row
-        self._publish(*staged)
+        self.publish(*staged)
         return rows, marked
 
     def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str | None = None, *,
                     if_new: bool = False) -> sqlite3.Row | None:
-        """Write a message row and its ``sent`` event in the caller's transaction: the row (with ``if_new`` None when the id exists)."""
+        """Write a message row and its ``sent`` event in the caller's transaction: the row (None with ``if_new`` for an existing id)."""
         if digest is None:
             digest = content_hash(msg.sender.address, msg.to, msg.body, msg.anticipation, msg.reply_by_ms, msg.reply_to)
         meta = {**msg.metadata, "sender": {"source": msg.sender.source, "verified": msg.sender.verified}}
@@ -550,18 +542,177 @@ class Mailbox(MailFollowUp):
             " content_hash, metadata, sent_at, anticipation, reply_by, reply_to, open)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
             + (" ON CONFLICT(id) DO NOTHING" if if_new else "") + " RETURNING *",
-            (
-                msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body,
-                len(msg.body.encode("utf-8")), digest, json.dumps(meta, ensure_ascii=False), at,
-                msg.anticipation, msg.reply_by_ms, msg.reply_to,
-            ),
+            (msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body, len(msg.body.encode("utf-8")), digest,
+             json.dumps(meta, ensure_ascii=False), at, msg.anticipation, msg.reply_by_ms, msg.reply_to),
         ).fetchall()  # all of it: a statement left unfinished would hold the transaction open
         if not row:
             return None
-        self._event(conn, msg.id, "sent", at, msg.sender.address, None, {"to": msg.recipient})
+        self.record(conn, msg.id, "sent", at, msg.sender.address, {"to": msg.recipient})
         return row[0]
+
+    def record_event(self, message_id: str, kind: str, actor: str | None, via: str | None, data: dict[str, Any]) -> None:
+        """Append an audit event that changes no message state (e.g. ``delivery_unknown``)."""
+        with self.store.write() as conn:
+            self.record(conn, message_id, kind, now_ms(), actor, data, via=via)
+
+    def push_outcome(self, message_id: str) -> str:
+        """How delivery stands for a sender: ``delivered``, ``accepted``, ``unknown`` or ``queued`` (docs/delivery-states.md)."""
+        row = self.get_row(message_id)
+        if row is not None and row["first_delivered_at"] is not None:
+            return "delivered"
+        last = self.store.conn.execute(f"SELECT kind FROM message_events WHERE message_id = ? AND kind IN {PUSH_EVENT_KINDS}"
+                                       " ORDER BY seq DESC LIMIT 1", (message_id,)).fetchone()
+        return {"delivery_unknown": "unknown", "delivery_accepted": "accepted"}.get(last[0] if last else "", "queued")
+
+    def record(
+        self, conn: sqlite3.Connection, message_id: str, kind: str, at: int, actor: str | None, data: dict[str, Any], *,
+        via: str | None = None, observed: dict[str, Any] | None = None,
+    ) -> Event | None:
+        """Inside a write transaction (``conn`` of :meth:`~agent_link_core.store.Store.write`): append the audit event ``kind``
+        of ``message_id`` (``at`` epoch ms, ``actor`` an address, ``data`` its JSON fields). With ``observed`` (the fields
+        observers get) it also goes to the ``agent_link_record_event`` observers: the returned event is then for
+        :meth:`publish` after the commit (None without ``observed`` or without hooks)."""
+        conn.execute("INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
+                     (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)))
+        return None if observed is None else self._stage(kind, message_id, at, actor, observed)
+
+    def _stage(self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],
+               result: dict[str, Any] | None = None) -> Event | None:
+        """Inside the write transaction: the change's event, given to the record observers."""
+        if self.hooks is None:
+            return None
+        from agent_link_core.records import Event
+
+        event = Event(kind, message_id, at_ms, actor, data, result)
+        self.hooks.record_event(event)
+        return event
+
+    def publish(self, *events: Event | None) -> None:
+        """After the commit: the events :meth:`record` staged (None ones skipped) to the ``agent_link_on_event`` observers."""
+        if self.hooks is not None:
+            for event in events:
+                if event is not None:
+                    self.hooks.call("agent_link_on_event", event=event)
+
+    def resolve(
+        self, message_id: str, caller: Caller, kind: str, *, reason: str | None = None,
+        reply: OutgoingMessage | None = None, result: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], sqlite3.Row | None]:
+        """Resolve a message once, by its recipient (docs/behaviour.md §8), storing ``reply`` (if any) in the same transaction.
+
+        :param kind: ``reply``, ``decline`` or ``done``; ``reason``: the decline reason or the note of ``done``.
+        :param result: the reply's send-result fields, handed to observers of its ``sent`` event.
+        :returns: ``(resolution view, reply row or None)``.
+        :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``.
+        """
+        row = self.require(message_id)
+        _check_recipient(message_id, row["recipient"], caller)
+        at = now_ms()
+        late = self.state(row, at).status in ("unresolved", "expired")
+        reply_row = None
+        with self.store.write() as conn:
+            existing = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
+            if existing is not None:
+                raise AgentLinkError(
+                    "already_resolved", f"Message {message_id} was already resolved ({existing['kind']}).",
+                    {"messageId": message_id, "status": STATUS_BY_KIND[existing["kind"]], "resolvedAt": iso_ms(existing["at"])},
+                    hint="A message is resolved once; send a new message to add something.")
+            # handed over while we were deciding?
+            _check_recipient(message_id, conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()[0], caller)
+            if reply is not None:
+                reply_row = self._insert_row(conn, reply, at)
+            conn.execute("INSERT INTO resolutions (message_id, kind, by_addr, at, late, reason, reply_message_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (message_id, kind, caller.address, at, int(late), reason, reply.id if reply else None))
+            conn.execute(  # resolving is itself evidence the recipient saw the message
+                "UPDATE messages SET open = 0, first_delivered_at = COALESCE(first_delivered_at, ?), delivered_at = COALESCE(delivered_at, ?),"
+                " acknowledged_at = COALESCE(acknowledged_at, ?) WHERE id = ?", (at, at, at, message_id))
+            staged = [
+                self._stage("sent", reply_row["id"], at, caller.address, {"to": reply_row["recipient"], "inReplyTo": message_id},
+                            result) if reply_row is not None else None,
+                self.record(conn, message_id, "resolved", at, caller.address, {"kind": kind, "late": late},
+                            observed={"kind": kind, "late": late, "status": STATUS_BY_KIND[kind]}),
+            ]
+        resolution = {"kind": kind, "by": caller.address, "at": iso_ms(at), "late": late, "replyMessageId": reply.id if reply else None}
+        self.publish(*staged)
+        return resolution, reply_row
+
+    def due_reminders(self, recipient: str, now: int | None = None) -> list[tuple[sqlite3.Row, MessageState]]:
+        """Delivered, unresolved reply/action messages of ``recipient`` whose reminder is due (at ``now``, epoch ms; default the clock)."""
+        rows = self.store.conn.execute("SELECT * FROM messages WHERE recipient = ? AND open = 1 AND delivered_at IS NOT NULL"
+                                       " AND anticipation != 'fyi' ORDER BY sent_at", (recipient,)).fetchall()
+        return [(row, st) for row, st in zip(rows, self.states(rows, now), strict=True) if st.due]
+
+    def reminder_recipients(self) -> list[str]:
+        """Recipients holding delivered, open reply/action mail (candidates for reminders)."""
+        return [r[0] for r in self.store.conn.execute(
+            "SELECT DISTINCT recipient FROM messages WHERE open = 1 AND delivered_at IS NOT NULL AND anticipation != 'fyi' ORDER BY recipient")]
+
+    def record_reminder(self, message_id: str, n: int, via: str, to: str, *, wait: bool = True) -> bool:
+        """Claim reminder number ``n`` for a message; True only for the one process that wins. ``wait`` False (a prompt hook):
+        ``state_busy`` at once while another process holds the write lock."""
+        at = now_ms()
+        with self.store.write(wait=wait) as conn:
+            cur = conn.execute("INSERT OR IGNORE INTO reminders (message_id, n, at, via, to_addr) VALUES (?, ?, ?, ?, ?)",
+                               (message_id, n, at, via, to))
+            if cur.rowcount != 1:
+                return False
+            staged = self.record(conn, message_id, "reminded", at, to, {"n": n}, via=via, observed={"n": n, "via": via})
+        self.publish(staged)
+        return True
+
+    def release_reminder(self, message_id: str, n: int, to: str) -> None:
+        """Give back reminder ``n`` that :meth:`record_reminder` claimed but whose text never reached the session (due again; a
+        ``reminder_unshown`` event says why). ``state_busy`` / ``state_io_error`` when the write fails."""
+        with self.store.write(wait=False) as conn:
+            cur = conn.execute("DELETE FROM reminders WHERE message_id = ? AND n = ? AND to_addr = ?", (message_id, n, to))
+            if cur.rowcount == 1:
+                self.record(conn, message_id, "reminder_unshown", now_ms(), to, {"n": n})
+
+    def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
+        """Claim the one blocking nudge (a Stop-hook block) allowed per interval: False when ``recipient`` had one within the
+        interval (racing processes still produce one). ``wait`` False: ``state_busy`` at once while another holds the lock."""
+        now = now_ms() if now is None else now
+        with self.store.write(wait=wait) as conn:
+            if self.blocked_recently(recipient, now):
+                return False
+            cur = conn.execute("INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
+                               (recipient, now // self.config.reminder_interval_ms, now))
+            return cur.rowcount == 1
+
+    def blocked_recently(self, recipient: str, now: int | None = None) -> bool:
+        """True when a blocking nudge for ``recipient`` happened within one interval."""
+        now = now_ms() if now is None else now
+        return self.store.conn.execute("SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?",
+                                       (recipient, now - self.config.reminder_interval_ms)).fetchone() is not None
+
+    def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
+        """Record, once across all processes, that a message became unresolved or expired (the first reader to see it does)."""
+        if state.status not in ("unresolved", "expired"):
+            return
+        if self.store.conn.execute("SELECT 1 FROM status_transitions WHERE message_id = ? AND status = ?",
+                                   (row["id"], state.status)).fetchone():
+            return  # recorded already: a read takes no write lock for it
+        at = now_ms()
+        try:
+            with self.store.write(wait=False) as conn:
+                cur = conn.execute("INSERT OR IGNORE INTO status_transitions (message_id, status, at) VALUES (?, ?, ?)",
+                                   (row["id"], state.status, at))
+                if cur.rowcount != 1:
+                    return
+                changed = {"status": state.status}
+                staged = self.record(conn, row["id"], "status_changed", at, None, changed, observed=changed)
+        except AgentLinkError:  # busy, damaged, replaced: a read must not fail; the next reader records it
+            return
+        self.publish(staged)
 
 
 def iso(ms: int | None) -> str | None:
     """Epoch ms as ISO 8601 UTC with milliseconds (``2026-01-02T03:04:05.678Z``)."""
     return None if ms is None else iso_ms(ms)
+
+
+def _check_recipient(message_id: str, recipient: str, caller: Caller) -> None:
+    if caller.address != recipient:
+        raise AgentLinkError("wrong_recipient", f"Only {recipient} can resolve message {message_id}.",
+                             {"messageId": message_id, "expected": recipient, "caller": caller.address},
+                             hint="Resolve only messages addressed to you; check read_agent_link_inbox.")

@@ -458,7 +458,7 @@ class Hooks:
 
 
 async def _settled(answer: Any) -> Any:
-    """``answer``, awaited when awaitable: on the running loop, or (stepped without one: boundary.run_inline) in a worker thread."""
+    """A hook's ``answer``, awaited when awaitable: on the running loop, else on one of its own in a worker thread."""
     if not _awaitable(answer):
         return answer
     asyncio = sys.modules.get("asyncio")  # not imported: no loop runs

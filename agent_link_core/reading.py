@@ -18,13 +18,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 
 class ReadDraft:
-    """What an inbox read may return, offered to ``agent_link_fit_read`` to choose how much of it the host shows in full.
+    """What an inbox read may return, offered to ``agent_link_fit_read`` to choose how much the host shows in full.
 
-    :ivar page: False: the answer ``n`` counts the first messages returned (:attr:`start` is 0; 0 with messages pages
-        the first one); True: one message's envelope is read in pages and ``n`` is where this page ends, in characters.
+    :ivar page: False: the answer ``n`` counts the first messages returned (0 with messages pages the first one); True:
+        one message's envelope is read in pages and ``n`` is where this page ends, in characters.
     :ivar start: the smallest answer (a page: one character past its offset); :ivar stop: the largest, everything.
-    :ivar body_bytes: UTF-8 bytes of the bodies of the messages (0 for a page).
-    :ivar messages: ``(view, envelope)`` of each message in order, each envelope rendered as it is taken (a page: none).
+    :ivar body_bytes: UTF-8 bytes of the messages' bodies (0 for a page); :ivar messages: ``(view, envelope)`` of each, in
+        order, each envelope rendered as it is taken (a page: none).
     """
 
     def __init__(self, start: int, stop: int, build: Callable[[int], dict[str, Any]], *, page: bool = False,
@@ -97,42 +97,31 @@ def _warned(result: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str,
 
 
 def _views(app: App, rows: list[Any], metas: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """The views of ``rows`` with ``open`` (what the reader still has to do)."""
+    """The views of ``rows``, with ``open``: what the reader still has to do."""
     views = app.mailbox.to_views(rows, metas=metas)
     for row, view in zip(rows, views, strict=True):
         view["open"] = view["status"] in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
     return views
 
 
-def _remaining(app: App, address: str, held: set[str]) -> int:
-    """Undelivered open mail of ``address`` not left to a running wait (``held``)."""
+def _remaining(app: App, address: str, held: set[str]) -> int:  # undelivered mail not left to a running wait
     return max(app.mailbox.count_open(address, undelivered_only=True) - len(held), 0)
 
 
 def _assemble(address: str, marked: list[str], views: list[dict[str, Any]], remaining: int, held: int, block: str,
-              page: dict[str, Any] | None) -> dict[str, Any]:
-    """The read's result (``held``: how many messages a wait holds)."""
+              page: dict[str, Any] | None) -> dict[str, Any]:  # ``held``: how many messages a wait holds
     more = None
     if page is not None and page["nextOffset"] is not None:
         more = (f"This message continues: call read_agent_link_inbox with messageId {page['messageId']} and offset "
                 f"{page['nextOffset']} to read the next part.")
     elif remaining:
         more = f"{remaining} more message(s) wait: call read_agent_link_inbox again to read them."
-    return {
-        "address": address,
-        "markedDelivered": marked,
-        "messages": views,
-        "openCount": sum(1 for v in views if v["open"]),
-        "remainingCount": remaining,
-        "heldByActiveWait": held,
-        "renderedBlock": block,
-        "more": more,
-        "page": page,
-    }
+    return {"address": address, "markedDelivered": marked, "messages": views, "openCount": sum(1 for v in views if v["open"]),
+            "remainingCount": remaining, "heldByActiveWait": held, "renderedBlock": block, "more": more, "page": page}
 
 
 def _page(app: App, caller: Caller, row: Any, offset: int, mark: bool, envelope: str | None = None) -> dict[str, Any]:
-    """The page of ``row``'s envelope from ``offset`` that the host shows (``agent_link_fit_read``; without it the rest)."""
+    """The page of ``row``'s envelope from ``offset`` the host shows (``agent_link_fit_read``; without it the rest)."""
     envelope = app.mailbox.envelope(row) if envelope is None else envelope
     total = len(envelope)
     if not 0 <= offset < total:

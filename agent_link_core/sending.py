@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
     from agent_link_core.app import App
 
-log = LazyLogger("agent_link_core.app")  # the App's operations log under its name, as before the split
-
+log = LazyLogger("agent_link_core.app")  # the App's operations log under its name
 
 #: What status says of a push the host accepted but has not shown the model yet.
 ACCEPTED_NOTE = "accepted, awaiting the session"
@@ -41,8 +40,7 @@ class SendOutcome(Struct):
     warnings: list[dict[str, Any]] = field(default_factory=list)
     via: str | None = None
     result_fields: dict[str, Any] = field(default_factory=dict)
-    # a plain address no process is known to serve (:meth:`Outbox.unseen_address`), apart from the plugins' warnings
-    address_warning: dict[str, Any] | None = None
+    address_warning: dict[str, Any] | None = None  # :meth:`Outbox.unseen_address`'s
     # the stored row, and its state when the send knows it: message_summary reads neither again
     row: Any = None
     state: MessageState | None = None
@@ -108,8 +106,7 @@ class Outbox:
         warnings = proof_warnings + self.hooks.before_send(msg, context)
 
         def guard() -> str | None:
-            # under the write lock (Mailbox.store_message): what concurrent sends stored counts too, else
-            # twenty processes at once all pass a loop guard; a stored id is no new message (the insert finds it)
+            # under the write lock (Mailbox.store_message), so concurrent sends count too; a stored id is no new message
             if earlier is not None or (message_id is not None and self.store.conn.execute(
                     "SELECT 1 FROM messages WHERE id = ?", (message_id,)).fetchone()):
                 return None
@@ -117,8 +114,7 @@ class Outbox:
 
         row: Any  # the stored row (the answer of a resolution that sends one is never None)
         if answered is not None and is_reply and self.mailbox.state(answered).resolution is None:
-            # a reply that resolves is guarded too (agents answering each other's answers is the loop a
-            # guard exists for); concurrent ones race for the one resolution
+            # a reply that resolves is guarded too (answers to answers are the loop a guard stops)
             if (repeated := guard()) is not None:
                 row, created = self.mailbox.stored(repeated), False
             else:
@@ -143,8 +139,7 @@ class Outbox:
         """The warning a send to ``recipient`` would carry when it is a plain address (no harness owns its scheme, not
         ``role:``, not served elsewhere) no process is known to serve (``agent_link_check_recipient``), else None.
 
-        :raises AgentLinkError: ``not_found`` with ``require_known`` for an address a plugin says is unknown (its
-            refusal), or for any such plain address when no plugin answers: nothing then knows it is served.
+        :raises AgentLinkError: ``not_found`` with ``require_known``: a plugin's refusal, or any plain address when no plugin answers.
         """
         scheme = address_scheme(recipient)
         if scheme in self.harnesses or scheme == "role" or not is_address(recipient) or recipient in self.app.directory.served_elsewhere:
@@ -167,13 +162,11 @@ class Outbox:
         if harness is None:
             return None
         if '"elsewhere"' in (row["metadata"] or "") and json.loads(row["metadata"]).get("elsewhere") is True:
-            # served elsewhere (Directory.elsewhere): the plugin that claimed it carries it there
-            return Delivery()
+            return Delivery()  # served elsewhere (Directory.elsewhere): the plugin that claimed it carries it
         if row["id"] in self.hooks.held_messages(row["recipient"], [row]):
             self.mailbox.record_event(row["id"], HELD_EVENT, row["recipient"], None, {})
             return Delivery(state="held_for_wait", note="the recipient's running wait returns it")
-        # A wait that took it marked it delivered before it ended its hold (a wait's own rule): so once
-        # no wait holds it, a delivered mark here means a wait returned it; never push a copy.
+        # a wait marks what it took delivered before it ends its hold: a mark now means a wait returned it
         if self.mailbox.get_row(row["id"])["delivered_via"] is not None:
             return Delivery(state="delivered", note="already delivered (a wait of the recipient returned it)")
         envelope = self.mailbox.envelope(row)
@@ -182,8 +175,7 @@ class Outbox:
         notice = self.hooks.push_notice(self.mailbox.row_dict(row), size, limit) if limit is not None and size > limit else None
         bound_s = PUSH_BUDGETS * self.hooks.boundary.timeout_ms / 1000 or None
 
-        def timed_out() -> Delivery:
-            # whether it arrived is unknown: remembered as such, never pushed again blindly
+        def timed_out() -> Delivery:  # remembered as unknown: never pushed again blindly
             harness_fault(self.hooks, harness, "deliver", f"did not finish the push within {bound_s:g} s")
             return Delivery(unknown=True, warnings=[{
                 "code": "push_timed_out",
@@ -202,15 +194,12 @@ class Outbox:
             return Delivery(warnings=[{"code": "internal_error", "message": f"{harness.name} could not push (see `agent-link plugins`)"}])
         if delivery.delivered and delivery.via:
             self.mailbox.mark_delivered(row["id"], delivery.via, delivery.evidence)
-        elif delivery.accepted:
-            # Remembered so status says so and nothing pushes it again; evidence comes later.
+        elif delivery.accepted:  # remembered so nothing pushes it again; evidence comes later
             self.mailbox.record_event(row["id"], "delivery_accepted", row["recipient"], None,
                                       {**delivery.evidence, "note": delivery.note or ACCEPTED_NOTE})
-        elif delivery.unknown:
-            # Remembered so a resend with the same id reports "unknown" and is not pushed blindly.
+        elif delivery.unknown:  # a resend with the same id then reports "unknown", not pushed blindly
             self.mailbox.record_event(row["id"], "delivery_unknown", row["recipient"], None, delivery.evidence)
-        elif self.mailbox.push_outcome(row["id"]) == "unknown":
-            # A retry proved the earlier push absent: the outcome is known again (queued).
+        elif self.mailbox.push_outcome(row["id"]) == "unknown":  # a retry proved the earlier push absent
             self.mailbox.record_event(row["id"], "delivery_settled", row["recipient"], None, delivery.evidence)
         return delivery
 
@@ -234,7 +223,7 @@ class Outbox:
         harness = self.harnesses.get(address_scheme(row["recipient"]))
         if harness is None:
             return False
-        try:  # a check that failed (reported as the plugin's fault) proves nothing; the outcome stays as it was
+        try:  # a failed check (the plugin's fault) proves nothing
             found = await acall_harness(self.hooks, harness, "recheck", lambda: harness.recheck(self.mailbox.row_dict(row)), check=Delivery)
         except AgentLinkError as exc:
             log.info("harness %s could not recheck %s: %s", harness.name, message_id, exc.code)
@@ -280,8 +269,7 @@ class Outbox:
                     **({"warnings": warnings} if warnings else {})}
         if reply_msg is not None and caller.address == row["recipient"]:
             warnings += self.hooks.before_send(reply_msg, context)
-        _, reply_row = self.mailbox.resolve(
-            # The reason as sanitized for the note (lone surrogates of undecodable input never reach disk).
+        _, reply_row = self.mailbox.resolve(  # the reason as sanitized for the note
             message_id, caller, resolution, reason=reply_msg.body if reply_msg is not None and resolution != "reply" else None,
             reply=reply_msg, result=context.result,
         )
@@ -314,7 +302,7 @@ class Outbox:
         stored = self.mailbox.get_row(reply_id)
         resolution = self.mailbox.state(row).resolution
         if stored is None:
-            # a done without a note stores no message: the same resolution by the same caller is the retry
+            # a done without a note stores no message: the same resolution by the same caller is a retry
             return (reply is None and resolution is not None and resolution["kind"] == kind and resolution["by"] == caller.address
                     and resolution["replyMessageId"] is None)
         differs = ["message"] if reply is None else differing_fields(stored, reply)

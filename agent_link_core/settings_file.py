@@ -15,10 +15,8 @@ if TYPE_CHECKING:
 
 
 class SettingsEnv(dict):  # type: ignore[type-arg]
-    """An environment with the settings file's values filled in under the real variables.
-
-    :attr path: the settings file; :attr from_file: the names whose value came from it.
-    """
+    """An environment with the settings file's values under the real variables: :attr:`path` the file, :attr:`from_file`
+    the names whose value came from it."""
 
     path: str = ""
     from_file: frozenset[str] = frozenset()
@@ -60,11 +58,8 @@ def read_file(path: str) -> dict[str, Any]:
 
 
 def with_settings(env: Mapping[str, str] | None = None) -> SettingsEnv:
-    """``env`` (default ``os.environ``) with the settings file's values added where the environment has no value of its own.
-    Passing a :class:`SettingsEnv` returns it as is.
-
-    :raises AgentLinkError: ``invalid_arguments`` for an unreadable or invalid file.
-    """
+    """``env`` (default ``os.environ``; a :class:`SettingsEnv` is returned as is) with the settings file's values where it
+    has no value of its own; ``invalid_arguments`` for an unreadable or invalid file."""
     env = os.environ if env is None else env
     if isinstance(env, SettingsEnv):
         return env

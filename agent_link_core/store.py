@@ -27,7 +27,7 @@ SCHEMA_MIGRATIONS_SQL = (
     " owner TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL,"
     " PRIMARY KEY (owner, version))"
 )
-# SQLite primary result codes (https://www.sqlite.org/rescode.html).
+# SQLite's primary result codes (https://www.sqlite.org/rescode.html)
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
 STORAGE_FAILURES = frozenset({SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB})
 
@@ -224,6 +224,13 @@ class Store:
     :raises AgentLinkError: ``state_io_error`` (reasons ``not_agent_link``, ``orphan_wal`` ...); ``state_busy`` (a migration waited).
     """
 
+    identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file this connection opened
+    _savepoints = 0
+    #: the damage marker's stat figures and content when :meth:`damage` last read it
+    _marker_read: tuple[tuple[int, ...], dict[str, Any]] | None = None
+    #: why a store opened read-only refuses writes (set by the App), said instead of SQLite's words
+    refusal: AgentLinkError | None = None
+
     def __init__(
         self, path: str | os.PathLike[str], migrations: Iterable[Migration] = CORE_MIGRATIONS,
         wal_limit_bytes: int = WAL_LIMIT_BYTES, busy_timeout_ms: int | None = None,
@@ -231,8 +238,6 @@ class Store:
         self.path = os.fspath(path)
         self.busy_timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.wal_limit_bytes = wal_limit_bytes
-        self.identity: tuple[int, int] | None = None
-        self._savepoints = 0
         ensure_private_dir(os.path.dirname(self.path) or ".")
         with self._opening():
             if not os.path.lexists(self.path):
@@ -249,7 +254,6 @@ class Store:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
-            # After a checkpoint resets the WAL, SQLite truncates the file to this size.
             self.conn.execute(f"PRAGMA journal_size_limit = {self.wal_limit_bytes}")
             self.migrate(migrations)
 
@@ -303,7 +307,7 @@ class Store:
 
     @contextlib.contextmanager
     def _opening(self) -> Iterator[None]:
-        """On a failure to open, the connection is closed and the store's own error raised."""
+        """On a failure to open: the connection closed, the store's own error raised."""
         try:
             yield
         except BaseException as exc:
@@ -323,8 +327,7 @@ class Store:
 
         store = cls.__new__(cls)
         store.path = os.fspath(path)
-        store.busy_timeout_ms, store.wal_limit_bytes, store._savepoints = BUSY_TIMEOUT_MS, WAL_LIMIT_BYTES, 0
-        store.identity = None
+        store.busy_timeout_ms, store.wal_limit_bytes = BUSY_TIMEOUT_MS, WAL_LIMIT_BYTES
         uri = "file:" + quote(os.path.abspath(store.path))
         with store._opening():
             store._check_file()
@@ -397,9 +400,6 @@ class Store:
         except (OSError, sqlite3.Error):
             return None
 
-    #: the damage marker's stat figures and content when :meth:`damage` last read it
-    _marker_read: tuple[tuple[int, ...], dict[str, Any]] | None = None
-
     def damage(self) -> AgentLinkError | None:
         """The refusal recorded for this file by a process that found it damaged, else None."""
         try:  # asked before and after every write: one stat; the file is read again only when it changed
@@ -421,9 +421,6 @@ class Store:
         if isinstance(exc, sqlite3.Error) and is_corruption(exc) and self.identity is not None:
             record_damage(self.path, self.identity, str(exc))
         return database_error(self.path, exc, self.busy_timeout_ms)
-
-    #: why a store opened read-only refuses writes (set by the App), said instead of SQLite's words
-    refusal: AgentLinkError | None = None
 
     def check_writable(self) -> None:
         """Raise the refusal when this file may not take writes now (opened read-only, replaced, damaged)."""

@@ -121,6 +121,29 @@ def test_bad_usage_exits_2() -> None:
     assert invoke("no-such-command").exit_code == 2
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["inbox"]])
+def test_ctrl_c_while_click_parses_is_one_line_and_exit_130(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C before a command runs (the root's --help listing the commands, a command looked up: both load the plugins)
+    ends as documented (README.md, exit codes): exit 130 and one line, never click's "Aborted!" with exit 1."""
+    from agent_link_core.cli import AgentLinkGroup, run_click
+
+    class Interrupted(AgentLinkGroup):
+        def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+            raise KeyboardInterrupt
+
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            raise KeyboardInterrupt
+
+    saved, sys.argv = sys.argv, ["agent-link", *argv]
+    try:
+        with pytest.raises(SystemExit) as ended:
+            run_click(click.group(cls=Interrupted)(lambda: None))
+    finally:
+        sys.argv = saved
+    assert ended.value.code == 130
+    assert capsys.readouterr().err == "agent-link: stopped by Ctrl-C (what it had finished stays done).\n"
+
+
 def test_console_script_subprocess(isolated_env: Path) -> None:
     exe = Path(sys.executable).with_name("agent-link")
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60, env=dict(os.environ))

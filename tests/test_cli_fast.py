@@ -6,20 +6,16 @@ to click untouched."""
 
 from __future__ import annotations
 
-import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from agent_link_core import cli, cli_run
+from agent_link_core import cli_run
 from agent_link_testing.cli_identity import named_address_env
-from agent_link_testing.cli_runner import seed
+from agent_link_testing.cli_runner import run_click, seed
+from agent_link_testing.output import masked
 
-ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
-TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|\b\d+ ms\b|\"waitedMs\": ?\d+|\b1\d{12}\b")
 
 
 def fast(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[bool, int, str, str]:
@@ -35,23 +31,8 @@ def fast(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[bool, int
 
 
 def slow(argv: list[str]) -> tuple[int, str, str]:
-    """Run ``argv`` through click as the console script does when the fast path declines
-    (:func:`agent_link_core.cli.run_click` under the same guard): (exit code, stdout, stderr)."""
-    code, saved = 0, sys.argv
-    with CliRunner().isolation(env=named_address_env(argv)) as (out, err, _):
-        sys.argv = ["agent-link", *argv]
-        try:
-            cli_run.guarded(lambda: cli.run_click(cli.build_cli()))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = saved
-        return code, out.getvalue().decode(), err.getvalue().decode()
-
-
-def same(text: str) -> str:
-    """``text`` with message ids, times and waits masked (two runs make two of each)."""
-    return TIME.sub("<time>", ULID.sub("<id>", text))
+    """Run ``argv`` through click as the console script does when the fast path declines."""
+    return run_click(*argv, env=named_address_env(argv))
 
 
 @pytest.fixture
@@ -95,7 +76,7 @@ def test_both_paths_print_and_exit_alike(argv: list[str], mail: dict[str, Any], 
     taken, code, out, err = fast(argv, capsys)
     assert taken
     slow_code, slow_out, slow_err = slow(argv)
-    assert (code, same(out), same(err)) == (slow_code, same(slow_out), same(slow_err))
+    assert (code, masked(out), masked(err)) == (slow_code, masked(slow_out), masked(slow_err))
 
 
 @pytest.mark.parametrize("argv", LEFT_TO_CLICK, ids=lambda a: " ".join(a))
@@ -115,13 +96,13 @@ def test_sends_and_replies_alike(mail: dict[str, Any], capsys: pytest.CaptureFix
     for argv in (["send", "test:carol", "hi {n}"], ["send", "test:carol", "hi {n}", "--json", "--correlation-id", "c"],
                  ["send", "test:carol", "--ttl-ms", "5000", "--retry-count", "2", "--retry-backoff", "1.5", "--", "-{n}-"]):
         _, code, out, err = fast([a.replace("{n}", "fast") for a in argv], capsys)
-        assert (code, same(out).replace("fast", "N"), err) == \
-            (lambda r: (r[0], same(r[1]).replace("slow", "N"), r[2]))(slow([a.replace("{n}", "slow") for a in argv]))
+        assert (code, masked(out).replace("fast", "N"), err) == \
+            (lambda r: (r[0], masked(r[1]).replace("slow", "N"), r[2]))(slow([a.replace("{n}", "slow") for a in argv]))
     first = seed(body="one")
     second = seed(body="two")
     _, code, out, err = fast(["reply", first, "fine", "--done"], capsys)
     slow_code, slow_out, slow_err = slow(["reply", second, "fine", "--done"])
-    assert (code, same(out), err) == (slow_code, same(slow_out), slow_err)
+    assert (code, masked(out), err) == (slow_code, masked(slow_out), slow_err)
     assert code == 0 and out.startswith("done: ")
 
 
@@ -133,5 +114,5 @@ def test_a_harness_sender_option_is_parsed_on_the_fast_path(mail: dict[str, Any]
     taken, code, out, err = fast(argv, capsys)
     assert taken and code == 2 and "--from and --from-thread name the sender twice" in err
     slow_code, slow_out, slow_err = slow(argv)
-    assert (code, same(out), err) == (slow_code, same(slow_out), slow_err)
+    assert (code, masked(out), err) == (slow_code, masked(slow_out), slow_err)
     assert fast(["send", "test:carol", "hi", "--from", "test:bob"], capsys)[1] == 0

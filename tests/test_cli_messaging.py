@@ -190,15 +190,14 @@ async def test_a_retry_that_proves_absence_settles_unknown(harness: ScriptedHarn
 def test_status_and_show_say_a_resolution_came_late(harness: ScriptedHarness, monkeypatch: pytest.MonkeyPatch) -> None:
     from datetime import datetime, timedelta, timezone
 
-    from agent_link_core import mail_followup, mailbox, store
+    from agent_link_core import mailbox, store
 
     reply_by = (datetime.now(timezone.utc) + timedelta(seconds=40)).isoformat()
     mid = out_json(run("send", "sx:quiet", "by when?", "--reply-by", reply_by, "--from", "team:me", "--json"))["messageId"]
     on_time = run("status", mid, "--from", "team:me")
     assert ", status pending, " in on_time.stdout, on_time.stdout
     later = store.now_ms() + 60_000  # past replyBy: the message expired before its answer
-    for module in (mailbox, mail_followup):
-        monkeypatch.setattr(module, "now_ms", lambda: later)
+    monkeypatch.setattr(mailbox, "now_ms", lambda: later)
     assert ", status expired, " in run("status", mid, "--from", "team:me").stdout
     assert run("reply", mid, "sorry, late", "--from", "sx:quiet").exit_code == 0
     assert out_json(run("status", mid, "--from", "team:me", "--json"))["resolution"]["late"] is True

@@ -176,7 +176,6 @@ def test_hook_imports_stay_light(adapter_path: Path) -> None:
 
 
 def test_reminders_and_stop_block_once(adapter_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_link_core import mail_followup
     from agent_link_core import mailbox as mailbox_mod
 
     box = seed(1)
@@ -189,8 +188,7 @@ def test_reminders_and_stop_block_once(adapter_path: Path, monkeypatch: pytest.M
     assert reason and "1" in reason and "reply_agent_link_message" in reason
     assert ctx.stop_block_reason("test:bob", "testhost-stop", True) is None  # no second block, no loop
     assert box.state(box.get_row(mid)).reminder_count == 1
-    monkeypatch.setattr(mailbox_mod, "now_ms", lambda: 10**13)
-    monkeypatch.setattr(mail_followup, "now_ms", lambda: 10**13)  # reminders are due there
+    monkeypatch.setattr(mailbox_mod, "now_ms", lambda: 10**13)  # reminders are due there
     assert ctx.due_reminder_note("test:nobody", "x") is None
 
 

@@ -210,6 +210,30 @@ class Recorder:
         return answer()
 
     @hookimpl
+    def agent_link_extend_tools(self) -> dict[str, Any]:
+        return {"message_agent": {"input": {"waitForReply": {"type": "boolean"}, "timeoutMs": {"type": "integer"}},
+                                  "output": {"wait": {"type": "object"}}, "description": " waitForReply waits."}}
+
+    @hookimpl
+    def agent_link_tool_send(self, arguments: dict[str, Any], recipient: str, send: Any, call: Any, app: App) -> Any:
+        if not arguments.get("waitForReply"):
+            return None
+
+        async def carry() -> dict[str, Any]:  # as the waits plugin: send under an id of its own, then wait for the answer
+            result = await send(new_message_id(), wait_for_reply=True)
+            self.calls.append(f"tool send to {recipient}")
+            if arguments["timeoutMs"] == 999:
+                raise RuntimeError("a plugin failing after the send must not send twice")
+            waited = await app.hooks.wait_for_reply(call.caller, result["messageId"], timeout_ms=arguments["timeoutMs"])
+            if waited is None:
+                call.warnings.append({"code": "plugin_failed", "message": "the wait failed"})
+                return result
+            call.warnings.extend(waited.pop("warnings", []))
+            return {**result, "wait": waited}
+
+        return carry()
+
+    @hookimpl
     def agent_link_check_recipient(self, address: str, require_known: bool) -> dict[str, Any] | None:
         if address in self.read_by:  # as the presence plugin: an address whose inbox was read is served
             return {"known": True}
@@ -506,18 +530,27 @@ async def test_push_failure_keeps_the_message_queued(app: App, recorder: Recorde
 
 @pytest.mark.anyio
 async def test_a_plugin_waits_for_the_reply_and_one_that_fails_loses_no_message(app: App, recorder: Recorder) -> None:
-    """waitForReply hands the wait to agent_link_wait_for_reply once the message is stored: its answer is the result's
-    ``wait`` (its warnings the call's); a wait that fails leaves the message sent, with a plugin_failed warning."""
+    """A plugin adds waitForReply to message_agent (agent_link_extend_tools) and carries out the sends holding it
+    (agent_link_tool_send), waiting through agent_link_wait_for_reply: its answer is the result's ``wait``; a wait that
+    fails, or the plugin failing after the send, leaves the message sent once, with a plugin_failed warning."""
     from agent_link_core.tools.registry import run_tool
 
     spec, me = app.hooks.tools()["message_agent"], {"fakeSession": "two"}
+    assert list(spec.input_schema["properties"])[-2:] == ["waitForReply", "timeoutMs"] and "wait" in spec.output_fields
+    assert spec.description.endswith("an answer. waitForReply waits.")
     got = await run_tool(app, spec, {"to": "fake:one", "message": "ready?", "waitForReply": True, "timeoutMs": 2000}, me)
     assert got["ok"] and got["wait"]["outcome"] == "timeout" and got["wait"]["waitedMs"] == 2000, got
-    assert f"wait for {got['messageId']} by fake:two 2000 ms" in recorder.calls
+    assert f"wait for {got['messageId']} by fake:two 2000 ms" in recorder.calls and "tool send to fake:one" in recorder.calls
     assert "note" in [w["code"] for w in got["warnings"]]
     failed = await run_tool(app, spec, {"to": "fake:one", "message": "again?", "waitForReply": True, "timeoutMs": 1234}, me)
     assert failed["ok"] and "wait" not in failed and app.mailbox.get_row(failed["messageId"]) is not None, failed
     assert "plugin_failed" in [w["code"] for w in failed["warnings"]] and "note" not in [w["code"] for w in failed["warnings"]]
+    before = len(app.mailbox.open_for("fake:one", 50))
+    broken = await run_tool(app, spec, {"to": "fake:one", "message": "once?", "waitForReply": True, "timeoutMs": 999}, me)
+    assert broken["ok"] and "plugin_failed" in [w["code"] for w in broken["warnings"]] and "wait" not in broken, broken
+    assert len(app.mailbox.open_for("fake:one", 50)) == before + 1  # sent once, not again by the core
+    plain = await run_tool(app, spec, {"to": "fake:one", "message": "no wait", "waitForReply": False}, me)
+    assert plain["ok"] and "wait" not in plain
 
 
 @pytest.mark.anyio

@@ -117,8 +117,8 @@ CLI_MODULES = ("click", "logging", "pluggy")
 #: typing only for type checkers (TYPE_CHECKING imports), SHA-256 without hashlib's OpenSSL
 #: (agent_link_core.mailbox.content_hash), unicodedata only for text with a control character
 #: (agent_link_core.visible), base64 only for a listing's cursor (agent_link_core.directory),
-#: weakref only once a session is looked up (agent_link_core.identity), threading only for a thread (the boundary
-#: tells the main thread by the C module _thread)
+#: weakref only once a session is looked up (agent_link_core.identity), threading only to start a thread (the boundary
+#: keeps to the C module _thread)
 STDLIB_MODULES = ("typing", "hashlib", "unicodedata", "base64", "weakref", "threading")
 #: an inbox read lists no sessions, sends nothing and checks no health
 INBOX_HEAVY_MODULES = ("agent_link_core.directory", "agent_link_core.sending", "agent_link_core.health",

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import mail_followup
 from agent_link_core import mailbox as mailbox_mod
 from agent_link_core.config import load_config
 from agent_link_core.errors import AgentLinkError
@@ -36,8 +35,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     c = Clock()
-    for module in (mailbox_mod, mail_followup):  # the mailbox and its base
-        monkeypatch.setattr(module, "now_ms", c)
+    monkeypatch.setattr(mailbox_mod, "now_ms", c)
     return c
 
 
@@ -223,31 +221,6 @@ def test_drain_marks_only_returned_rows(box: Mailbox) -> None:
     rows, marked = box.drain("test:bob", 2, mark=True, include_open=True)
     assert marked == ids[:2] and [r["id"] for r in rows] == ids[:2]
     assert box.count_open("test:bob", undelivered_only=True) == 1
-
-
-def test_reassign_moves_open_mail_and_keeps_reminders(box: Mailbox, clock: Clock) -> None:
-    mid = send(box)
-    box.mark_delivered(mid, "test-push")
-    clock.advance(INTERVAL)
-    assert box.record_reminder(mid, 1, "test-hook", "test:bob")
-    assert box.reassign(mid, "test:carol", "test:admin")
-    row = box.get_row(mid)
-    assert row["recipient"] == "test:carol"
-    assert box.state(row).reminder_count == 1
-    with pytest.raises(AgentLinkError) as e:
-        box.resolve(mid, BOB, "done")
-    assert e.value.code == "wrong_recipient"
-
-
-def test_moved_message_is_new_mail_for_the_new_holder(box: Mailbox, clock: Clock) -> None:
-    mid = send(box)
-    box.drain("test:bob", 10, mark=True, include_open=True)
-    assert box.reassign(mid, "test:carol", "test:admin")
-    assert box.count_open("test:carol", undelivered_only=True) == 1
-    clock.advance(10 * INTERVAL)
-    assert box.due_reminders("test:carol", clock.now) == []  # never reminded before carol saw it
-    assert box.mark_delivered(mid, "test-push")
-    assert [r["id"] for r, _ in box.due_reminders("test:carol", clock.now)] == [mid]
 
 
 def test_status_transition_recorded_once(box: Mailbox, clock: Clock) -> None:

@@ -425,12 +425,12 @@ async def test_argument_validation_rules() -> None:
 
 
 async def test_without_a_plugin_that_waits_wait_for_reply_is_refused_and_nothing_is_sent() -> None:
-    """The core alone (the waits plugin disabled too): no wait_for_agent, and waitForReply is refused (unsupported, the
-    hint naming agent-link-waits) before anything is stored."""
+    """The core alone (the waits plugin disabled too): no wait_for_agent, message_agent has no waitForReply (refused as
+    any unknown argument) before anything is stored (a plugin tool forwarding one: tests/test_send_options.py)."""
     async with peers(("test:alice", {"AGENT_LINK_DISABLE_PLUGINS": f"{ALL_PLUGINS} waits"})) as (alice,):
-        assert "wait_for_agent" not in await alice.client.tools()
-        error = await alice.fail("message_agent", {"to": "test:bob", "message": "ready?", "waitForReply": True}, "unsupported")
-        assert error["details"] == {"capability": "wait", "arguments": ["waitForReply"]} and "agent-link-waits" in error["hint"]
+        tools = await alice.client.tools()
+        assert "wait_for_agent" not in tools and "waitForReply" not in tools["message_agent"].input_schema["properties"]
+        await alice.invalid("message_agent", {"to": "test:bob", "message": "ready?", "waitForReply": True}, "waitForReply", "unknown_property")
         assert (await alice.ok("agent_link_mailbox_inspect"))["messages"] == []
 
 

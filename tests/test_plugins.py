@@ -112,3 +112,33 @@ def test_load_only_names_the_plugins_to_load(monkeypatch: pytest.MonkeyPatch) ->
                         fake_entry_points(("one", "agent_link_core.errors"), ("two", "agent_link_core.addresses")))
     assert plugins_of({"AGENT_LINK_LOAD_PLUGINS": "two"}).report.loaded == ["two"]
     assert plugins_of({}).report.loaded == ["one", "two"]
+
+
+@pytest.mark.parametrize(("name", "ok"), [
+    ("codex", True), ("a", True), ("a-1", True), ("a" * 32, True), ("a" * 33, False), ("", False), ("1a", False),
+    ("-a", False), ("Ab", False), ("a_b", False), ("abc\n", False), ("é", False), (None, False), (3, False),
+])
+def test_a_harness_name_is_its_address_scheme(name: object, ok: bool) -> None:
+    """1-32 of a-z 0-9 -, starting with a letter; a trailing line break too is refused (``$`` let it pass)."""
+    from agent_link_core.boundary import Refused
+    from agent_link_core.harness_decl import HarnessDeclaration, check_harness
+
+    declared = HarnessDeclaration(name=name, target="pkg.mod:Cls")  # type: ignore[arg-type]
+    if ok:
+        check_harness(declared)
+    else:
+        with pytest.raises(Refused, match="registered a harness named"):
+            check_harness(declared)
+
+
+@pytest.mark.parametrize("name", ["ping\n", "Ping", "1ping", "p" * 65, ""])
+def test_a_tool_name_with_a_trailing_line_break_or_outside_snake_case_is_refused(name: str) -> None:
+    """Every ``^...$`` identifier check became ``^...\\Z``: ``$`` also matches before a final line break."""
+    from agent_link_core.boundary import Refused
+    from agent_link_core.tools.registry import ToolSpec, check_tool
+
+    async def handler(app: Any, arguments: Any, call: Any) -> dict[str, Any]:
+        return {"ok": True}
+
+    with pytest.raises(Refused, match="registered a tool named"):
+        check_tool(ToolSpec(name=name, description="d", input_schema={"type": "object"}, output_fields={}, handler=handler))

@@ -26,21 +26,8 @@ from agent_link_core.envelope import MAX_ATTR_CODEPOINTS, escape_attr, escape_te
 from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.records import EnvelopeContribution
+from agent_link_testing.envelope_calls import ME, PEER, Counting
 
-ME = Caller("team:me", "explicit", "team")
-PEER = Caller("team:peer", "explicit", "team")
-
-
-class Counting:
-    """Counts the envelope hook's calls per message id."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-
-    @hookimpl
-    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
-        self.calls[message["id"]] += 1
-        return None
 
 
 @pytest.fixture

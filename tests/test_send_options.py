@@ -110,6 +110,57 @@ def test_a_declaration_shadowing_a_core_argument_is_refused() -> None:
     try:
         assert "message_agent" in app.hooks.tools()  # where the declarations are checked
         assert "greedy" not in app.harnesses
-        assert "message_agent's own argument" in app.plugin_report.failed["greedy"]
+        assert "argument 'message', which message_agent has already" in app.plugin_report.failed["greedy"]
+    finally:
+        app.close()
+
+
+@pytest.mark.anyio
+async def test_a_forwarded_argument_no_loaded_plugin_adds_is_refused_before_storing(app: App) -> None:
+    """A plugin tool sending through message_agent with an argument a missing plugin would add (waitForReply without the
+    waits plugin) is refused (unsupported); given as false it is no request and the message goes."""
+    from agent_link_core.errors import AgentLinkError
+    from agent_link_core.tools.core_tools import message_agent
+    from agent_link_core.tools.registry import ToolCall
+
+    call = ToolCall({}, ALICE)
+    with pytest.raises(AgentLinkError) as refused:
+        await message_agent(app, {"to": "plain:bob", "message": "ready?", "waitForReply": True}, call)
+    assert refused.value.code == "unsupported" and refused.value.details == {"arguments": ["waitForReply"]}
+    assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    assert (await message_agent(app, {"to": "plain:bob", "message": "hi", "waitForReply": False}, call))["to"] == "plain:bob"
+
+
+def test_a_plugin_extends_a_core_tool_and_a_bad_extension_is_refused() -> None:
+    """agent_link_extend_tools adds arguments, result fields and a description's end after the tool's own; an answer
+    naming what the tool has, a tool that is not the core's or an invalid schema is left out and reported."""
+    answers = {
+        "adds": {"message_agent": {"input": {"shout": {"type": "boolean"}}, "output": {"echoed": {"type": "string"}},
+                                   "description": " Shout if you must."}, "list_agents": {"output": {"mood": {"type": "string"}}}},
+        "clash": {"message_agent": {"input": {"message": {"type": "string"}}}},
+        "stranger": {"wait_for_agent": {"input": {"x": {"type": "string"}}}},
+        "broken": {"message_agent": {"output": {"bad": {"type": "no such type"}}}},
+    }
+
+    def plugin(answer: dict[str, Any]) -> Any:
+        class Extender:
+            @hookimpl
+            def agent_link_extend_tools(self) -> dict[str, Any]:
+                return answer
+
+        return Extender()
+
+    app = App.create(extra_plugins=tuple((name, plugin(answer)) for name, answer in answers.items()))
+    try:
+        tools = app.hooks.tools()
+        spec = tools["message_agent"]
+        assert list(spec.input_schema["properties"])[-1] == "shout" and "echoed" in spec.output_fields
+        assert spec.input_schema["properties"]["message"]["minLength"] == 1 and "bad" not in spec.output_fields
+        assert spec.description.endswith("when you expect an answer. Shout if you must.")
+        assert "mood" in tools["list_agents"].output_fields
+        problems = {p["plugin"]: p["error"] for p in app.hooks.problems()}
+        assert "argument 'message', which message_agent has already" in problems["clash"]
+        assert "'wait_for_agent', which is no core tool" in problems["stranger"]
+        assert "invalid JSON schema" in problems["broken"] and "adds" not in problems
     finally:
         app.close()

@@ -36,21 +36,19 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
           message_id: str | None, offset: int | None, show_envelope: bool, as_json: bool, ndjson: bool) -> None:
     """Read the messages other agents sent to this session (open ones; --all: every one).
 
-    One read returns what fits AGENT_LINK_READ_BYTES (or the calling host's own limit);
-    a message larger than that comes in pages: follow the printed --offset.
+    A plugin may limit a read's size (the budgets plugin: the calling host's limit, else
+    AGENT_LINK_READ_BYTES); a message larger than that comes in pages: follow the printed --offset.
     """
     from agent_link_core import reading
     from agent_link_core.cli_text import cli_words, terminal_safe
     from agent_link_core.identity import reads_own_mail
 
-    if offset is not None and message_id is None:
-        usage_error("--offset needs --message-id")
-    if before is not None and not all_mail:
-        usage_error("--before needs --all")
-    if message_id is not None and all_mail:
-        usage_error("choose one of --message-id and --all")
-    if peek and mark_read:
-        usage_error("choose one of --peek and --mark-read")
+    for wrong, said in ((offset is not None and message_id is None, "--offset needs --message-id"),
+                        (before is not None and not all_mail, "--before needs --all"),
+                        (message_id is not None and all_mail, "choose one of --message-id and --all"),
+                        (peek and mark_read, "choose one of --peek and --mark-read")):
+        if wrong:
+            usage_error(said)
     app = get_app(ctx)
     caller = as_caller(app, as_address)
     peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
@@ -80,6 +78,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         who = f" --as {d['address']}" if as_address else ""  # the commands printed read on as the same reader
         # a read that marks nothing still counts what it showed as unread: only the rest waits
         left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
+        waiting = f"{left} more message(s) wait: run agent-link inbox{who} again."
         if page is not None:  # one message too large for one read: a part of its envelope
             end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]
             echo(f"message {page['messageId']}, characters {page['offset']}-{end} of {page['totalChars']} of its envelope:")
@@ -87,14 +86,14 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
             if page["nextOffset"] is not None:
                 echo(f"Read on with: agent-link inbox{who} --message-id {page['messageId']} --offset {page['nextOffset']}")
             elif left > 0:  # its last page: the other mail still waits
-                echo(f"{left} more message(s) wait: run agent-link inbox{who} again.")
+                echo(waiting)
             return
         if not d["messages"]:
             echo(f"No {'' if all_mail else 'open '}messages for {d['address']}.")
             return
         print_messages(app, d["messages"], show_envelope)
         if d.get("more") and left > 0:
-            echo(f"{left} more message(s) wait: run agent-link inbox{who} again.")
+            echo(waiting)
         if all_mail and cut:  # the listing was cut: said with the command that lists the next page, as unread mail left over is
             echo(f"Older ones: agent-link inbox{who} --all{f' --limit {limit}' if limit != 20 else ''} --before {d['nextBefore']}")
         if any(m.get("anticipation") != "fyi" for m in d["messages"]):

@@ -1,5 +1,4 @@
-"""``agent-link send``: send a message with one honest outcome (:func:`send_reliably`, also
-called from Python); a plugin's option may follow the send up (``then``: :func:`send`)."""
+"""``agent-link send``: send a message with one honest outcome (:func:`send_reliably`, also called from Python)."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from agent_link_core.store import now_ms
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
     from agent_link_core.app import App
 
@@ -55,9 +55,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     The outcome is exactly one of delivered, accepted (the host took it and shows it
     later; never pushed again), queued, rejected, unknown.
     """
-    # ``then``: a plugin option's part of the send (the waits plugin's --wait: SendWait in plugins/waits/agent_link_waits/cli.py,
-    # passed by its wrapper of this callback): anticipation(a) before the App opens, sent(app, me, result, data, target) once
-    # stored (adds to ``data``), show(data) after the send's lines, mark() once the output is written, ``unread`` if it is lost.
+    # ``then``: a plugin option's part of the send (--wait: SendWait, plugins/waits/agent_link_waits/cli.py, has its methods)
     from agent_link_core.cli_text import address_error, cli_words
 
     body = message_text(text, file)
@@ -78,7 +76,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     app = get_app(ctx)
     me = who_am_i(app, from_address, named, reading=then is not None)  # --wait shows the answer: a read, checked before sending
     result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
-                                     retry=RetryPolicy(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
+                                     retry_delays_ms=retry_delays(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
                                      require_known=require_known, correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
                                      envelope_format=None if envelope_format == "agent-link" else envelope_format),
                        inline=reaches_no_harness(app, target.strip(), me))
@@ -113,29 +111,18 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     sys.exit({"delivered": 0, "accepted": 0, "queued": 0, "unknown": EXIT_UNKNOWN}.get(result.outcome, 1))
 
 
-class RetryPolicy(Struct, frozen=True):
-    """Automatic retries of a push that failed before the host accepted anything: ``count``
-    extra attempts, the first after ``delay_ms``, each delay ``backoff`` (>= 1) times the last,
-    plus or minus a random ``jitter`` fraction (0-1)."""
-
-    count: int = 0
-    delay_ms: int = 500
-    backoff: float = 2.0
-    jitter: float = 0.1
-
-    def delays_ms(self) -> list[float]:
-        """The delays before each retry, jitter applied."""
-        if not self.count:
-            return []  # a send without retries never imports random
-        import random
-        return [max(0.0, self.delay_ms * self.backoff**k * (1 + random.uniform(-self.jitter, self.jitter)))
-                for k in range(self.count)]
+def retry_delays(count: int, delay_ms: int, backoff: float, jitter: float) -> list[float]:
+    """The delays (ms) before ``count`` retries: the first ``delay_ms``, each ``backoff`` (>= 1) times the last, plus or
+    minus a random ``jitter`` fraction (0-1)."""
+    if not count:
+        return []  # a send without retries never imports random
+    import random
+    return [max(0.0, delay_ms * backoff**k * (1 + random.uniform(-jitter, jitter))) for k in range(count)]
 
 
 class SendResult(Struct):
-    """The outcome of :func:`send_reliably`: ``outcome`` (``delivered``, ``accepted``, ``queued``, ``rejected``, ``unknown``),
-    the ULID (None when rejected before storing), the recipient, ``duplicate`` (same id and content sent before: nothing
-    resent), this call's push ``attempts``, and ``error``, the refusal of a ``rejected`` one."""
+    """The outcome of :func:`send_reliably` (``delivered``, ``accepted``, ``queued``, ``rejected``, ``unknown``), the ULID
+    (None when rejected before storing), ``duplicate`` (nothing resent), this call's push ``attempts``, a refusal's ``error``."""
 
     outcome: str
     message_id: str | None
@@ -156,7 +143,7 @@ class SendResult(Struct):
 
 async def send_reliably(
     app: App, target: str, text: str, *, sender: Caller, message_id: str | None = None, ttl_ms: int | None = None,
-    reply_by: str | None = None, anticipation: str | None = None, retry: RetryPolicy = RetryPolicy(),
+    reply_by: str | None = None, anticipation: str | None = None, retry_delays_ms: Sequence[float] = (),
     retry_unknown: bool = False, require_known: bool = False, correlation_id: str | None = None,
     sender_project: str | None = None, sender_label: str | None = None, envelope_format: str | None = None,
 ) -> SendResult:
@@ -165,9 +152,9 @@ async def send_reliably(
 
     ``target`` is what the CLI accepts (:meth:`~agent_link_core.directory.Directory.resolve_target`). ``message_id`` is a
     ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and echoed as ``clientMessageId``); an
-    ``unknown`` push is pushed again only with ``retry_unknown``. ``ttl_ms`` (ms) counts from the first attempt; ``retry``
-    covers only pushes that failed before the host accepted them. ``require_known`` rejects a plain address no process is
-    known to serve (:meth:`~agent_link_core.sending.Outbox.unseen_address`). ``envelope_format``: a model-visible form the
+    ``unknown`` push is pushed again only with ``retry_unknown``. ``ttl_ms`` (ms) counts from the first attempt;
+    ``retry_delays_ms`` (:func:`retry_delays`) space the pushes again of one that failed before the host accepted it.
+    ``require_known``: :meth:`~agent_link_core.sending.Outbox.unseen_address`. ``envelope_format``: a form the
     recipient's harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
@@ -210,9 +197,8 @@ async def send_reliably(
                         attempts=1 if outcome.created and delivery is not None else 0,
                         warnings=list(outcome.warnings) + ([outcome.address_warning] if outcome.address_warning else []),
                         fields={k: v for k, v in fingerprint.items() if k in ("correlationId", "clientMessageId")})
-    # A resend with the same id finishes what an earlier attempt left (it died after storing the
-    # message, or its push found the session unable to take it): a queued one is offered again, an
-    # unknown one on request. The harness checks whether an earlier push landed: nothing is pushed twice.
+    # A resend with the same id finishes what an earlier attempt left (it died after storing, or its push found the session
+    # unable to take it): a queued one is offered again, an unknown one on request (the harness checks what landed).
     previous = app.mailbox.push_outcome(row["id"]) if not outcome.created else None
     if previous == "queued" or (previous == "unknown" and retry_unknown):
         if expires_at is not None and now_ms() > expires_at:
@@ -220,7 +206,7 @@ async def send_reliably(
                               error={"code": "invalid_arguments", "message": "The message's time to live has passed."})
         delivery = await app.outbox.push(row, {})
         result.attempts += 1
-    for delay in retry.delays_ms():
+    for delay in retry_delays_ms:
         if delivery is None or not delivery.retryable or (expires_at is not None and now_ms() + delay > expires_at):
             break
         import asyncio  # only a retry waits: a plain send never imports it
@@ -236,9 +222,8 @@ async def send_reliably(
 
 
 def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
-    """True when :func:`send_reliably` to the (stripped) ``target`` reaches no harness: a plain
-    address (no harness owns its scheme, not a role) from a sender no harness proves. Such a send
-    only stores the message, so it runs without an event loop (:func:`agent_link_core.boundary.run_inline`)."""
+    """True when :func:`send_reliably` to the (stripped) ``target`` reaches no harness (a plain address no harness owns,
+    from a sender no harness proves): it only stores, so it runs without an event loop (:func:`agent_link_core.boundary.run_inline`)."""
     if not is_address(target):
         return False
     scheme, owners = address_scheme(target), app.harnesses

@@ -5,9 +5,7 @@ is a :attr:`~agent_link_core.tools.registry.ToolSpec.handler`."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
@@ -16,27 +14,22 @@ from typing import TYPE_CHECKING, Any
 from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import SendOption, acall_harness
-from agent_link_core.mailbox import new_message_id, ulid_of_uuid
+from agent_link_core.mailbox import ulid_of_uuid
 from agent_link_core.model import is_address, is_ulid
 from agent_link_core.sending import message_summary
-from agent_link_core.tools.registry import MAX_WAIT_PER_CALL_MS, ToolCall, ToolSpec, check_schema, client_gone
+from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema, client_gone
 from agent_link_core.tools.schemas import (AGENT_QUERY, ANY, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT,
                                           STR, ULID, closed_object, limit_arg)
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
+OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}\Z")
 ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
                 "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
 REPLY_BY = {"type": "string", "minLength": 1,
             "description": "ISO 8601 deadline with a timezone, at least 30 s ahead; not with fyi."}
 HARNESS_FILTER = {"type": "string", "pattern": "^(all|[a-z][a-z0-9-]{0,31})$", "description": "all, or one harness name."}
-TIMEOUT_MS = {"type": "integer", "minimum": 0, "maximum": 600000, "default": 60000,
-              "description": "How long to wait, in ms. A client that sends a progress token gets a progress notification every 10 s "
-                             "and the wait runs up to timeoutMs; without one a call returns within 50 s (result capped: true; "
-                             "call again to keep waiting)."}
-POLL_MS = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
 RECEIPT = {"type": "object", "description": "Audit receipt fields (used when a receipts plugin is installed).",
            "properties": {"record": BOOL, "purpose": STR, "originThreadId": STR, "originTurnId": STR, "originToolCallId": STR,
                           "cleanupRecommendation": STR, "note": STR, "tags": {"type": "array", "items": STR}},
@@ -44,7 +37,7 @@ RECEIPT = {"type": "object", "description": "Audit receipt fields (used when a r
 SEND_RESULT: dict[str, Any] = {
     "messageId": STR, "to": STR, "harness": STR, "delivery": STR, "deliveredVia": NSTR, "deliveryState": STR,
     "anticipation": STR, "replyBy": NSTR, "inReplyTo": NSTR, "messageStatus": NSTR, "duplicate": BOOL, "via": NSTR,
-    "resolution": NOBJ, "wait": OBJ, "resolved": OBJ, "action": STR, "sessionId": STR,
+    "resolution": NOBJ, "resolved": OBJ, "action": STR, "sessionId": STR,
     "target": OBJ, "receipt": OBJ, "roleProcedure": NOBJ, "evidence": OBJ, "deliveryNote": STR,
 }
 #: The caller's own id for what a send tool stores: its idempotency key (the CLI's ``--message-id``).
@@ -82,51 +75,60 @@ EXTENDED = {"message_agent": ("send_option_specs", "send_result_fields"), "agent
 
 
 def core_specs(app: App | None) -> list[ToolSpec]:
-    """:data:`CORE_TOOLS`, those of :data:`EXTENDED` with the arguments and result fields (``SendOption`` schemas for
-    send options) the App's harnesses declare for them before their own."""
+    """:data:`CORE_TOOLS`, with the arguments and result fields the App's harnesses declare for those of :data:`EXTENDED`
+    (``SendOption`` schemas for send options) before their own, and what plugins add (``agent_link_extend_tools``) after."""
+    added = app.hooks.call("agent_link_extend_tools") if app is not None else []
     specs = []
     for spec in CORE_TOOLS:
         arguments, fields = (harness_declared(app, attribute) if attribute else {} for attribute in EXTENDED.get(spec.name, (None, None)))
-        arguments = {name: value.schema if isinstance(value, SendOption) else value for name, value in arguments.items()}
-        if arguments:
-            spec = replace(spec, input_schema={**spec.input_schema, "properties": {**arguments, **spec.input_schema["properties"]}})
-        specs.append(replace(spec, output_fields={**fields, **spec.output_fields}) if fields else spec)
+        arguments = {**{name: getattr(value, "schema", value) for name, value in arguments.items()}, **spec.input_schema["properties"]}
+        fields, description = {**fields, **spec.output_fields}, spec.description
+        for extension in (answer[spec.name] for answer in added if spec.name in answer):  # a name taken keeps its first schema
+            arguments = {**arguments, **{k: v for k, v in extension.get("input", {}).items() if k not in arguments}}
+            fields = {**fields, **{k: v for k, v in extension.get("output", {}).items() if k not in fields}}
+            description += extension.get("description", "")
+        specs.append(replace(spec, input_schema={**spec.input_schema, "properties": arguments}, output_fields=fields, description=description))
     return specs
+
+
+def extension_problem(answer: Any) -> str | None:
+    """Why an ``agent_link_extend_tools`` answer is refused, or None."""
+    base = {spec.name: spec for spec in CORE_TOOLS}
+    for name, extension in answer.items() if isinstance(answer, Mapping) else [(None, None)]:
+        if name not in base or not isinstance(extension, Mapping) or not isinstance(extension.get("description", ""), str):
+            return f"extends {name!r}, which is no core tool, or not with {{'input'?, 'output'?, 'description'?}}"
+        if problem := declaration_problem(base[name], extension.get("input", {}), extension.get("output", {})):
+            return problem
+    return None
+
+
+def declaration_problem(base: ToolSpec, arguments: Any, fields: Any) -> str | None:
+    """Why added ``arguments`` and result ``fields`` (dicts of JSON schemas) cannot join core tool ``base``, or None."""
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(arguments, Mapping) or not isinstance(fields, Mapping):
+        return "declares arguments or result fields that are not dicts of JSON schemas"
+    for what, names, taken in (("argument", arguments, base.input_schema["properties"]),
+                               ("result field", fields, {*base.output_fields, "ok", "error", "warnings"})):
+        for name, schema in names.items():
+            if name in taken:
+                return f"declares {what} {name!r}, which {base.name} has already"
+            try:
+                check_schema(schema if isinstance(schema, Mapping) else None)
+            except SchemaError as exc:
+                return f"declares {what} {name!r} with an invalid JSON schema: {exc.message[:200]}"
+    return None
 
 
 def check_send_declarations(harness: Any) -> None:
     """Check a harness's send options and result fields, which become part of ``message_agent`` (``Hooks.tools``).
     :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema."""
-    from jsonschema.exceptions import SchemaError
-
-    base = next(spec for spec in CORE_TOOLS if spec.name == "message_agent")
     specs = getattr(harness, "send_option_specs", ())
-    fields = getattr(harness, "send_result_fields", {})
-    if not isinstance(specs, (tuple, list)) or not isinstance(fields, Mapping):
-        raise Refused(f"harness {harness.name!r} declares send_option_specs or send_result_fields of the wrong type",
-                      "send_option_specs is a tuple of SendOption; send_result_fields a dict of JSON schemas.")
-    named: list[tuple[str, Any]] = []
-    for option in specs:
-        if not isinstance(option, SendOption) or not isinstance(option.name, str) or not OPTION_NAME_RE.match(option.name):
-            raise Refused(f"harness {harness.name!r} declares a send option that is not a SendOption with a camelCase name",
-                          "Declare SendOption('name', {json schema}).")
-        if option.name in base.input_schema["properties"]:
-            raise Refused(f"harness {harness.name!r} declares send option {option.name!r}, which is message_agent's own argument",
-                          "Name the option something of your own.")
-        named.append((f"send option {option.name!r}", option.schema))
-    for field_name, schema in fields.items():
-        if field_name in base.output_fields or field_name in ("ok", "error", "warnings"):
-            raise Refused(f"harness {harness.name!r} declares result field {field_name!r}, which the core declares already",
-                          "Name the field something of your own.")
-        named.append((f"result field {field_name!r}", schema))
-    for what, schema in named:
-        try:
-            if not isinstance(schema, Mapping):
-                raise SchemaError("not an object")
-            check_schema(schema)
-        except SchemaError as exc:
-            raise Refused(f"harness {harness.name!r} declares {what} with an invalid JSON schema: {exc.message[:200]}",
-                          "Fix the schema (JSON Schema draft 2020-12).") from None
+    if not isinstance(specs, (tuple, list)) or not all(isinstance(o, SendOption) and OPTION_NAME_RE.match(str(o.name)) for o in specs):
+        raise Refused(f"harness {harness.name!r} declares send options that are not a tuple of SendOption with camelCase names",
+                      "Declare SendOption('name', {json schema}).")
+    if problem := declaration_problem(MESSAGE_AGENT, {o.name: o.schema for o in specs}, getattr(harness, "send_result_fields", {})):
+        raise Refused(f"harness {harness.name!r} {problem}", "Name it something of your own, with a JSON schema (draft 2020-12).")
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -169,7 +171,6 @@ async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
     """``message_agent``; ``tool``: the name the send is recorded under (``SendContext.tool``, which ``before_send``
     hooks see): a plugin tool that sends through this handler names itself."""
-    started = time.monotonic()
     declared: dict[str, SendOption] = harness_declared(app, "send_option_specs")
     options = {k: args[k] for k in declared if k in args}
     named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
@@ -189,86 +190,46 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
     others = [k for k in options if k not in supported]
     if others:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
-    message_id, fingerprint = idempotency_key(args)
-    if args.get("waitForReply"):
-        if not app.hooks.waits():
-            raise AgentLinkError("unsupported", "No loaded plugin waits for answers, so waitForReply cannot be used.",
-                                 {"capability": "wait", "arguments": ["waitForReply"]},
-                                 hint="Send without waitForReply and read the answer later; or install agent-link-waits, "
-                                      "or enable it (AGENT_LINK_DISABLE_PLUGINS).")
-        # the answer of a push that outlasts the call names it; the waits plugin notes the wait under it before the
-        # question is stored (agent_link_before_send), so a quicker reply is held for the wait, never also pushed
-        message_id = message_id or new_message_id()
-    sending = app.send(
+    if added := [k for k in args if k not in MESSAGE_AGENT.input_schema["properties"] and k not in declared]:  # what a plugin added (agent_link_extend_tools)
+        started: list[asyncio.Future[dict[str, Any]]] = []
+
+        def send(message_id: str | None = None, **keywords: Any) -> asyncio.Future[dict[str, Any]]:
+            if not started:
+                started.append(asyncio.ensure_future(_send(app, args, call, target, allow_archived, tool, options, message_id, keywords)))
+            return started[0]
+
+        taken = await app.hooks.acall("agent_link_tool_send", arguments=args, recipient=recipient, send=send, call=call)
+        if taken is not None:
+            return taken
+        if started:  # the plugin failed after sending: the send stands
+            call.warnings.append({"code": "plugin_failed", "details": {"hook": "agent_link_tool_send"},
+                                  "message": "The message was sent, but what a plugin adds to the send failed "
+                                             "(agent_link_health lists it under plugins.problems)."})
+            return await started[0]
+        if untaken := [k for k in added if args[k] is not False and k not in app.hooks.tools()["message_agent"].input_schema["properties"]]:
+            # a plugin tool forwarding what no loaded plugin adds (waitForReply without the waits plugin)
+            raise AgentLinkError("unsupported", f"No loaded plugin takes {', '.join(untaken)}.", {"arguments": untaken},
+                                 hint=f"Send without {', '.join(untaken)}, or install or enable the plugin that adds it.")
+    return await _send(app, args, call, target, allow_archived, tool, options)
+
+
+async def _send(app: App, args: dict[str, Any], call: ToolCall, target: tuple[str, Any, Any], allow_archived: bool, tool: str,
+                options: dict[str, Any], message_id: str | None = None, keywords: Mapping[str, Any] = {}) -> dict[str, Any]:
+    """Store and push :func:`message_agent`'s message (under ``message_id`` when the caller gave none); its result."""
+    key, fingerprint = idempotency_key(args)
+    outcome = await app.send(
         caller=call.caller, to=args["to"], body=args["message"], anticipation=args.get("anticipation"),
-        reply_by=args.get("replyBy"), wait_for_reply=args.get("waitForReply", False),
-        reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options, meta=call.meta,
-        message_id=message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
-        metadata={"fingerprint": fingerprint} if fingerprint else None, target=(recipient, target[1], dict(target[2])),
+        reply_by=args.get("replyBy"), reply_to=args.get("replyToMessageId"), tool=tool, arguments=args, options=options,
+        meta=call.meta, message_id=key or message_id, allow_archived=allow_archived, require_known=args.get("requireKnown", False),
+        metadata={"fingerprint": fingerprint} if fingerprint else None, target=(target[0], target[1], dict(target[2])), **keywords,
     )
-    if not args.get("waitForReply"):
-        outcome = await sending
-    else:
-        # waitForReply promises a bound for the whole call: a push that outlasts it goes on in
-        # the background and the answer returns now, with the message id to wait on.
-        task = asyncio.ensure_future(sending)
-        left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
-        done, _ = await asyncio.wait({task}, timeout=left_s)
-        if not done:
-            _PUSHING.add(task)
-            task.add_done_callback(_push_finished)
-            spent_ms = int((time.monotonic() - started) * 1000)
-            call.warnings.append({
-                "code": "push_still_running",
-                "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
-                           f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
-                "details": {"messageId": message_id, "sendMs": spent_ms},
-            })
-            return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
-                    "deliveryState": "pushing", "anticipation": "reply",
-                    "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
-        outcome = task.result()
     result = message_summary(app, outcome)
     if args.get("replyToMessageId") and outcome.message.get("reply_to"):
         answered_id = outcome.message["reply_to"]
         answered = app.mailbox.state(app.mailbox.stored(answered_id))
         if answered.resolution and answered.resolution.get("replyMessageId") == result["messageId"]:
             result["resolved"] = {"messageId": answered_id, "kind": "reply", "late": answered.resolution["late"]}
-    if args.get("waitForReply"):
-        # The whole call keeps the bound a wait promises: what storing and pushing took (a slow host can take most
-        # of it) comes off the wait, so no client cuts the call before the model learns the message id.
-        spent_ms = int((time.monotonic() - started) * 1000)
-        requested = args.get("timeoutMs", 60000)
-        left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
-        waited = await app.hooks.wait_for_reply(
-            call.caller, result["messageId"], timeout_ms=requested if call.progress is not None else min(requested, left),
-            poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress)
-        if waited is None:  # the waits plugin failed (reported): the message stands, its answer is read later
-            call.warnings.append({"code": "plugin_failed", "details": {"hook": "agent_link_wait_for_reply"},
-                                  "message": f"The message was sent but waiting for its answer failed; call wait_for_agent with "
-                                             f"replyToMessageId {result['messageId']}, or read your inbox later."})
-            return result
-        result["wait"] = {**waited, "sendMs": spent_ms}
-        if call.progress is None and requested > left:  # the wait got only what the send left of one call
-            call.warnings.append({
-                "code": "wait_shortened",
-                "message": f"Sending took {spent_ms} ms, so the wait got {left} ms of the {MAX_WAIT_PER_CALL_MS} ms one call "
-                           f"may take; call wait_for_agent with replyToMessageId {result['messageId']} to keep waiting.",
-                "details": {"messageId": result["messageId"], "requestedTimeoutMs": requested, "sendMs": spent_ms,
-                            "waitedAtMostMs": left},
-            })
-        call.warnings.extend(result["wait"].pop("warnings", []))
     return result
-
-
-# pushes of waitForReply sends that outlasted their call (kept referenced until they end)
-_PUSHING: set[asyncio.Future[Any]] = set()
-
-
-def _push_finished(task: asyncio.Future[Any]) -> None:
-    _PUSHING.discard(task)
-    if not task.cancelled() and task.exception() is not None:
-        logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())
 
 
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -336,17 +297,16 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
         output_fields={**RESOLVE_RESULT, "role": ANY},
         handler=resolve_agent, read_only=True, idempotent=True, removed={"searchTerm": "query"},
     ),
-    ToolSpec(
+    MESSAGE_AGENT := ToolSpec(
         name="message_agent",
         title="Message an agent",
-        description="Send a message to another agent session through agent-link (not the host's own messaging). It is stored first, then pushed to the session when its host allows. Set anticipation reply/action when you expect an answer; waitForReply waits for it.",
+        description="Send a message to another agent session through agent-link (not the host's own messaging). It is stored first, then pushed to the session when its host allows. Set anticipation reply/action when you expect an answer.",
         input_schema=closed_object({
             "to": {**AGENT_QUERY, "description": "Address (harness:id, role:name), bare id, or words to resolve."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
             "replyToMessageId": {**ULID, "description": "This message answers that one (resolving it when you are its recipient)."},
             "anticipation": ANTICIPATION, "replyBy": REPLY_BY,
-            "waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
-            "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS, "receipt": RECEIPT,
+            "receipt": RECEIPT,
             "requireKnown": {"type": "boolean", "default": False, "description": "Refuse (not_found, with suggestions) a plain address no process has ever served, instead of queueing with an unknown_address warning. Without the presence plugin nothing knows a plain address is served: every one is refused."},
             "messageId": MESSAGE_ID,
         }, ("to", "message")),

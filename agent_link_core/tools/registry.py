@@ -29,10 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover  (jsonschema loads at the first call that 
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
-INT_RE = re.compile(r"^-?[0-9]+$")
-TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-# MCP clients cut tool calls at 60 s or more (hosts have used 60, 120, 300 s): one wait never holds a call longer, and says so.
-MAX_WAIT_PER_CALL_MS = 50_000
+INT_RE = re.compile(r"^-?[0-9]+\Z")
+TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 #: ``async (progress, total, message) -> None``: one MCP progress notification for the tool call being served (ms for waits)
 Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
@@ -364,8 +362,7 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
                 arguments, meta = {k: v for k, v in arguments.items() if k not in found}, {**meta, **found}
         args, warnings = validate_arguments(spec, arguments)
         call = ToolCall(meta=meta, caller=app.caller(meta), warnings=warnings, progress=progress)
-        # through the boundary's guard: what the plugin raises (SystemExit, a KeyboardInterrupt
-        # that is not a real Ctrl-C ...) becomes this call's error
+        # through the boundary's guard: what the plugin raises (SystemExit, a KeyboardInterrupt not from Ctrl-C ...) is this call's error
         fields = await app.hooks.boundary.acall(plugin, f"tool {spec.name}", lambda: spec.handler(app, args, call),
                                                 bound_s=None, default=_FAULTED,
                                                 passing=(AgentLinkError, sqlite3.DatabaseError))
@@ -396,8 +393,8 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
     all_warnings = list(call.warnings) + (list(handed) if isinstance(handed, list) else [handed])  # a bad one fails the schema
     if all_warnings:
         result["warnings"] = all_warnings
-    # strings from other agents and hosts reach the model here (agent_link_core.visible); a
-    # result the rule leaves as it is (most) is serialised once, for its size and the answer
+    # strings from agents and hosts reach the model here (agent_link_core.visible); a result the rule leaves as it is
+    # (most) is serialised once, for its size and the answer
     text = plain_json(result)
     too_big = oversize(fields, MAX_RESULT_BYTES) if text is None else oversize(result, MAX_RESULT_BYTES, text)
     if too_big is not None:  # checked before the schema: validating 20 MB would hold the server

@@ -16,12 +16,10 @@ NOBJ: dict[str, Any] = {"type": ["object", "null"]}
 INT: dict[str, Any] = {"type": "integer"}
 # either case: a lower-case copy of an id finds the stored upper-case one
 _ULID_OR_UUID = "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12})$"
-#: Every tool argument naming a stored message: a ULID or a UUID (with or without hyphens, the
-#: id a sender chose with ``messageId``). Validation recognises the argument by this exact
-#: pattern and hands the tool the ULID a UUID is stored under, as the CLI does.
+#: Every tool argument naming a stored message: a ULID or a UUID (with or without hyphens, the id a sender chose with
+#: ``messageId``). Validation recognises the argument by this exact pattern and hands the tool the ULID a UUID is stored under.
 ULID: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID.replace("(", "(?:", 1)}
-#: A send's idempotency key (the CLI's ``send --message-id``): a ULID or a UUID, passed to the
-#: tool as given (the send keeps the UUID in the message's fingerprint).
+#: A send's idempotency key (the CLI's ``send --message-id``): a ULID or a UUID, passed as given (kept in the fingerprint).
 IDEMPOTENCY_KEY: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID}
 #: A pattern that refuses NUL, which no file path can hold (the OS would raise on it).
 NO_NUL = "^[^\\u0000]*$"
@@ -31,13 +29,13 @@ PATH: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": NO_NUL}
 PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
 #: an address argument, ``<harness>:<id>`` (addresses.ADDRESS_RE)
 ADDRESS: dict[str, Any] = {"type": "string", "pattern": ADDRESS_RE.pattern}
-#: an argument naming an agent: an address, a bare id, a role or words of a title (resolved);
-#: bounded so a runaway value is refused instead of echoed back whole in a not_found answer
+#: an argument naming an agent: an address, a bare id, a role or words of a title (resolved); bounded so a runaway value
+#: is refused instead of echoed back whole in a not_found answer
 AGENT_QUERY: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_TARGET_CHARS}
 #: a harness name argument (addresses.HARNESS_RE)
 HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
-#: What an argument with one of these patterns must be, in words (error messages say these
-#: rather than the pattern); a pattern not here is said by the argument's description.
+#: What an argument with one of these patterns must be, in words (errors say these, not the pattern); a pattern not here
+#: is said by the argument's description.
 PATTERN_WORDS: dict[str, str] = {
     ULID["pattern"]: MESSAGE_ID_WORDS,
     IDEMPOTENCY_KEY["pattern"]: MESSAGE_ID_WORDS,
@@ -58,6 +56,13 @@ LISTING_PAGE: dict[str, Any] = {
     "hasMore": BOOL, "nextCursor": NSTR, "filters": OBJ,
     "filteredOut": {"type": "object", "additionalProperties": INT, "description": "How many sessions each filter left out."},
 }
+#: How long a wait runs (``wait_for_agent``, ``waitForReply``: the waits plugin; the host plugins' sends with a wait).
+TIMEOUT_MS: dict[str, Any] = {
+    "type": "integer", "minimum": 0, "maximum": 600000, "default": 60000,
+    "description": "How long to wait, in ms. A client that sends a progress token gets a progress notification every 10 s "
+                   "and the wait runs up to timeoutMs; without one a call returns within 50 s (result capped: true; "
+                   "call again to keep waiting)."}
+POLL_MS: dict[str, Any] = {"type": "integer", "minimum": 250, "maximum": 10000, "default": 1000, "description": "Poll interval in ms."}
 
 
 def closed_object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -55,6 +55,24 @@ def invoke(*args: str, env: Mapping[str, str | None] | None = None, stdin: str |
                               catch_exceptions=catch_exceptions, prog_name="agent-link")
 
 
+def run_click(*args: str, env: Mapping[str, str | None] | None = None) -> tuple[int, str, str]:
+    """``agent-link ARGS`` through click alone, as the console script runs it when the fast path
+    declines (:func:`agent_link_core.cli.run_click` under :func:`agent_link_core.cli_run.guarded`),
+    in this process with ``env`` set: ``(exit code, stdout, stderr)``, to compare with the fast path."""
+    from agent_link_core import cli_run
+
+    code, saved = 0, sys.argv
+    with CliRunner().isolation(env=env) as (out, err, _):
+        sys.argv = ["agent-link", *args]
+        try:
+            cli_run.guarded(lambda: cli_mod.run_click(cli_mod.build_cli()))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            sys.argv = saved
+        return code, out.getvalue().decode(), err.getvalue().decode()
+
+
 def run_main(*args: str, env: Mapping[str, str | None] | None = None,
              stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
     """``agent-link ARGS`` as the console script runs it (:func:`agent_link_core.entry.main`:

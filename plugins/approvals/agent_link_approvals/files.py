@@ -65,13 +65,14 @@ def read_bytes(path: Path) -> bytes:
         raise ConfigFileError("unreadable", f"{path} cannot be read: {exc.strerror or exc}") from None
 
 
-def decode_utf8(path: Path, data: bytes) -> str:
-    """``data`` as UTF-8 text.
+def decode_utf8(path: Path, data: bytes, *, bom: bool = False) -> str:
+    """``data`` as UTF-8 text; with ``bom``, one leading byte order mark is dropped, as opencode
+    (Bun's ``file.text()``) drops it, where Node's ``readFileSync`` and ``JSON.parse`` keep it and fail.
 
     :raises ConfigFileError: ``malformed``, naming the line of the first bad byte.
     """
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig" if bom else "utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigFileError("malformed", f"{path} is not UTF-8 text (line {line})") from None

@@ -230,7 +230,7 @@ def parse(path: Path, raw: bytes | None) -> dict[str, Any]:
     """
     if raw is None:
         return {}
-    text = decode_utf8(path, raw)
+    text = decode_utf8(path, raw, bom=True)
     try:
         data = strict_json(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
@@ -252,7 +252,9 @@ def plan(path: Path, raw: bytes | None, keys: list[str], agent_keys: Mapping[str
         new text would not read back as intended.
     """
     old_text = raw.decode("utf-8") if raw is not None else ""
-    data = strict_json(old_text) if old_text.strip() else {}
+    bom = "\ufeff" if old_text.startswith("\ufeff") else ""  # kept: the file changes only where keys are added
+    body = old_text[len(bom):]
+    data = strict_json(body) if body.strip() else {}
     targets: list[tuple[list[str], list[str]]] = [(["permission"], keys)] if keys else []
     targets += [(["agent", name, "permission"], names) for name, names in (agent_keys or {}).items() if names]
     intended = json.loads(json.dumps(data))
@@ -262,8 +264,8 @@ def plan(path: Path, raw: bytes | None, keys: list[str], agent_keys: Mapping[str
             if not isinstance(table, dict):
                 raise ConfigFileError("malformed", f"{path}: {'.'.join(where)} is not a JSON object")
             table.update((key, "allow") for key in names)
-    new_text = json.dumps(data, indent=_indent(old_text), ensure_ascii=False) + "\n"
-    again = strict_json(new_text)
+    new_text = bom + json.dumps(data, indent=_indent(body), ensure_ascii=False) + "\n"
+    again = strict_json(new_text[len(bom):])
     for where, names in targets:
         table = again["permission"] if where == ["permission"] else again["agent"][where[1]]["permission"]
         if any(decide(table, key)[0] != "allow" for key in names):

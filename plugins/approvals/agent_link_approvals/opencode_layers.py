@@ -23,7 +23,7 @@ read from the code bundled in the pinned binary), lowest first; a later layer wi
 Each layer is merged with remeda's ``mergeDeep``: objects key by key, recursively; any other
 value replaces. So a key keeps the place of the first layer that had it and takes the value of
 the last one: that is the order in which the last matching permission key decides. Each file is
-JSONC (:mod:`agent_link_approvals.jsonc`) after ``{env:VAR}`` and ``{file:path}`` are
+JSONC (:mod:`agent_link_hostkit.jsonc`) after ``{env:VAR}`` and ``{file:path}`` are
 substituted in its text. Not read: remote configs (an organisation's ``.well-known/opencode``
 named in opencode's ``auth.json``, a console account's config), the legacy TOML ``config`` file,
 and the legacy ``tools`` object. ``plugins/approvals/tests/test_approvals_opencode_realhost.py``
@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from agent_link_approvals import jsonc
+from agent_link_hostkit import jsonc
 from agent_link_approvals.files import ConfigFileError, decode_utf8, read_bytes
 
 Path_ = tuple[str, ...]
@@ -137,7 +137,7 @@ def substitute(text: str, env: Mapping[str, str], folder: Path, source: str) -> 
         target = Path(os.path.expanduser(name) if name.startswith("~/") else name)
         target = target if target.is_absolute() else folder / target
         try:
-            content = target.read_text(encoding="utf-8").strip()
+            content = target.read_text(encoding="utf-8-sig").strip()
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigFileError("malformed", f"{source}: bad file reference {match.group(0)!r} "
                                                f"({target}: {getattr(exc, 'strerror', None) or exc})") from None
@@ -187,7 +187,7 @@ def layer_of(layer: Layer, raw: bytes | None, env: Mapping[str, str]) -> Layer:
     assert layer.path is not None
     if raw is None:
         return dataclasses.replace(layer, data=None, raw=None)
-    text = substitute(decode_utf8(layer.path, raw), env, layer.path.parent, layer.source)
+    text = substitute(decode_utf8(layer.path, raw, bom=True), env, layer.path.parent, layer.source)
     return dataclasses.replace(layer, data=parse_text(text, layer.source), raw=raw)
 
 

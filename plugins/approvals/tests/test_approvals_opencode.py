@@ -96,6 +96,19 @@ def test_check_says_what_is_missing_and_exits_1_then_apply_adds_exactly_that(
     assert again.exit_code == 0 and as_json(again)["opencode"]["added"] == [] and not as_json(again)["opencode"]["written"]
 
 
+def test_a_byte_order_mark_is_read_as_opencode_reads_it_and_kept_by_apply(
+        run: Run, fake_tools: list[str], write: Callable[[str, str], Path]) -> None:
+    """opencode drops one leading BOM (Bun's ``file.text()``); a file saved with one by a Windows
+    editor is neither refused nor stripped of it by ``apply``."""
+    config = write("opencode.json", '\ufeff{"permission": {"*": "ask", "edit": "allow"}}')
+    assert run("approvals", "check", "--opencode-config", config).exit_code == 1
+    applied = run("approvals", "apply", "--opencode-config", config, "--json")
+    assert applied.exit_code == 0 and as_json(applied)["opencode"]["added"] == READ_ONLY_KEYS, applied.stdout
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith('\ufeff{') and list(json.loads(text[1:])["permission"]) == ["*", "edit", *READ_ONLY_KEYS]
+    assert run("approvals", "check", "--opencode-config", config).exit_code == 0
+
+
 def test_apply_never_changes_the_users_own_key_and_stays_incomplete(run: Run, fake_tools: list[str],
                                                                    write: Callable[[str, str], Path]) -> None:
     config = write("opencode.json", json.dumps({"permission": {"agent-link_list_agents": "ask", "*": "ask"}}))

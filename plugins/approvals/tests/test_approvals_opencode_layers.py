@@ -1,6 +1,5 @@
-"""opencode's config layers (``agent_link_approvals.opencode_layers``, ``jsonc``): the JSONC
-reader, where each layer is found and in which order it wins, and ``agent-link approvals
-check|apply --real-opencode``. The real opencode's own view of the same kind of setup is
+"""opencode's config layers (``agent_link_approvals.opencode_layers``): where each layer is found
+and in which order it wins, and ``agent-link approvals check|apply --real-opencode``. The real opencode's own view of the same kind of setup is
 ``test_approvals_opencode_realhost.py::test_opencode_merged_layers_match_opencode_debug_config``."""
 
 from __future__ import annotations
@@ -11,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_link_approvals import jsonc, opencode, opencode_layers
+from agent_link_approvals import opencode, opencode_layers
+from agent_link_hostkit import jsonc
 from agent_link_approvals.files import ConfigFileError
 from agent_link_approvals.toollist import ToolInfo
 from click.testing import Result
@@ -19,22 +19,6 @@ from click.testing import Result
 Run = Callable[..., Result]
 LIST = "agent-link_list_agents"
 READ_ONLY_KEYS = ["agent-link_agent_link_health", "agent-link_list_agents", "agent-link_wait_for_agent"]
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    ('{"a": 1, // one\n "b": [1, 2,], /* two\n lines */ "c": "// not a comment",}', {"a": 1, "b": [1, 2], "c": "// not a comment"}),
-    ('{"s": "a \\" /* x */ , }", }', {"s": 'a " /* x */ , }'}),
-    ('{"k": 1, "k": 2, "j": 3}', {"k": 2, "j": 3}),
-])
-def test_jsonc_reads_comments_and_trailing_commas(text: str, expected: Any) -> None:
-    assert jsonc.loads(text) == expected
-    assert list(jsonc.loads('{"k": 1, "j": 3, "k": 2}')) == ["k", "j"]  # a repeated key keeps its first place
-
-
-@pytest.mark.parametrize("text", ['{"a": 1 /* open', '{"a": NaN}', '{"a": 1,, }', "{\n  \"a\": tru\n}"])
-def test_jsonc_refuses_what_opencode_refuses(text: str) -> None:
-    with pytest.raises(ValueError):
-        jsonc.loads(text)
 
 
 def test_a_malformed_layer_is_named_with_its_line(tmp_path: Path) -> None:

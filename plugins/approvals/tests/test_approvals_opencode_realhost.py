@@ -160,7 +160,7 @@ def test_opencode_a_markdown_agents_own_table_decides_and_check_names_its_file(t
 
 
 def test_opencode_merged_layers_match_opencode_debug_config(tmp_path: Path) -> None:
-    """A layered setup (two global files, one of them JSONC; a project JSONC file with a trailing
+    """A layered setup (two global files, one of them JSONC, the other starting with a BOM; a project JSONC file with a trailing
     comma; a ``.opencode`` folder below it; ``OPENCODE_CONFIG_CONTENT``; a markdown agent):
     agent-link's merged tables equal ``opencode debug config``'s, key order included, and
     ``check --real-opencode`` decides each tool as the ruleset ``opencode debug agent`` prints
@@ -178,7 +178,7 @@ def test_opencode_merged_layers_match_opencode_debug_config(tmp_path: Path) -> N
     subprocess.run(["git", "init", "-q", str(work)], check=True)
     folder = xdg["XDG_CONFIG_HOME"] / "opencode"
     (folder / "agent").mkdir(parents=True)
-    (folder / "opencode.json").write_text(json.dumps({
+    (folder / "opencode.json").write_text("\ufeff" + json.dumps({
         "permission": {"agent-link_list_agents": "allow", "*": "allow", "agent-link_wait_for_agent": "ask"},
         "agent": {"review": {"description": "reviews", "mode": "primary", "permission": {"*": "ask"}}}}, indent=2))
     (folder / "opencode.jsonc").write_text('{\n  // the second global file\n  "permission": {"agent-link_wait_for_agent": "deny"},\n}\n')

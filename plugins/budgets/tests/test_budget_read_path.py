@@ -17,26 +17,11 @@ from typing import Any
 import pytest
 
 from agent_link_budgets import fit
-from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.harness import OutputBudget
-from agent_link_core.model import Caller
-from agent_link_core.records import EnvelopeContribution, OutgoingMessage
+from agent_link_core.records import OutgoingMessage
+from agent_link_testing.envelope_calls import ME, PEER, Counting
 
-ME = Caller("team:me", "explicit", "team")
-PEER = Caller("team:peer", "explicit", "team")
-
-
-class Counting:
-    """Counts the envelope hook's calls per message id."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-
-    @hookimpl
-    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
-        self.calls[message["id"]] += 1
-        return None
 
 
 @pytest.fixture

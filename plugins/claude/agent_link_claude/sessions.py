@@ -44,8 +44,8 @@ from agent_link_hostkit.titles import retitled
 from agent_link_claude.procs import is_claude_program, proc_start, same_process
 
 HARNESS = "claude"
-ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-SIDECAR_NAME_RE = re.compile(r"^local_[0-9a-zA-Z-]+\.json$")
+ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
+SIDECAR_NAME_RE = re.compile(r"^local_[0-9a-zA-Z-]+\.json\Z")
 SIDECAR_DIRS = (("local-agent-mode-sessions", "desktop"), ("claude-code-sessions", "code"))
 SIDECAR_MAX_DEPTH = 4
 HEAD_CHUNK = 16 * 1024

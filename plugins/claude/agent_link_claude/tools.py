@@ -17,9 +17,9 @@ from agent_link_core.sending import message_summary
 from agent_link_core.directory import session_view
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.model import Caller, Session, address_scheme, is_address
-from agent_link_core.tools.core_tools import ANTICIPATION, MESSAGE_ID, POLL_MS, RECEIPT, REPLY_BY, TIMEOUT_MS, idempotency_key
-from agent_link_core.tools.schemas import (AGENT_QUERY, BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, RESOLVE_RESULT, STR, ULID, closed_object,
-                                          limit_arg)
+from agent_link_core.tools.core_tools import ANTICIPATION, MESSAGE_ID, RECEIPT, REPLY_BY, idempotency_key
+from agent_link_core.tools.schemas import (AGENT_QUERY, BOOL, CURSOR, LISTING_PAGE, NOBJ, NSTR, OBJ, PATH, POLL_MS, RESOLVE_RESULT, STR, TIMEOUT_MS, ULID,
+                                          closed_object, limit_arg)
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 from agent_link_waits.waits import waits_of

@@ -39,7 +39,7 @@ SOURCES = ("env-url", "env-sock", "env-extra", "control-socket", "registered", "
 #: ``<endpoint id>:<thread id>``: a thread named together with the app-server that has it (the
 #: ``endpointAddress`` of a listed session). Any ``ep_`` id is accepted here so an unknown one
 #: gets a clear "no such endpoint" instead of a failed bare-id search.
-COMPOSITE_RE = re.compile(r"^(ep_[A-Za-z0-9]{1,64}):([A-Za-z0-9_.-]{1,128})$")
+COMPOSITE_RE = re.compile(r"^(ep_[A-Za-z0-9]{1,64}):([A-Za-z0-9_.-]{1,128})\Z")
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 
 HEADER = "[agent-session-intercom/v2]"
 FORMAT = "intercom-v2"
-ENDPOINT_RE = re.compile(r"^ep_[0-9a-z]{8,40}$")
-THREAD_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+ENDPOINT_RE = re.compile(r"^ep_[0-9a-z]{8,40}\Z")
+THREAD_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 # Without a TTL the envelope still needs an expiry later than sentAt: one day.
 DEFAULT_EXPIRY_MS = 24 * 3600 * 1000
 

@@ -18,7 +18,7 @@ from agent_link_core.model import Session
 if TYPE_CHECKING:  # annotations only
     from agent_link_codex.service import Link
 
-ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 META_NAMESPACES = ("openai/codex", "codex")
 #: ``_meta`` keys of a sender named on the command line (``agent_link_core.identity.named_sender``).
 NAMED_SENDER_KEYS = frozenset({"threadId", "endpointId"})

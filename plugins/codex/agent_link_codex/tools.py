@@ -14,7 +14,7 @@ from typing import Any
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, PATH, PATHS, STR, ULID, closed_object, limit_arg
+from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, PATH, PATHS, POLL_MS, STR, TIMEOUT_MS, ULID, closed_object, limit_arg
 
 from agent_link_codex import rollouts
 from agent_link_codex.activity import thread_links
@@ -322,7 +322,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="wait_for_codex_thread", title="Wait for a Codex thread",
         description="Wait until a Codex thread's current turn is over (outcome turn_completed), or report idle at once when no turn runs. The result also has waitState (what the wait saw) and thread (the thread with its last recentItems messages). A timeout is a normal result: call again to keep waiting. A turn ending is not a reply to a message: use wait_for_agent for that.",
-        input_schema=closed_object({"threadId": THREAD_ID, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
+        input_schema=closed_object({"threadId": THREAD_ID, "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS,
                                     "recentItems": {**limit_arg(10, 100, 0), "description": "How many of the thread's newest messages thread.recentItems holds."}},
                                    ("threadId",)),
         output_fields=_fields("outcome", "timedOut", "waitedMs", "target", "status", "turn", "finalResponse", "source", "appServerError",
@@ -364,12 +364,12 @@ TOOLS: tuple[ToolSpec, ...] = (
             "threadId": {**AGENT_QUERY, "description": "Thread id, codex:<id>, or role:<name>."},
             "message": {"type": "string", "minLength": 1, "description": "The text (at most 64 KiB UTF-8)."},
             "replyToMessageId": ULID, "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
-            "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS,
-            "pollIntervalMs": core_tools.POLL_MS, "receipt": core_tools.RECEIPT, **SEND_OPTIONS,
+            "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": TIMEOUT_MS,
+            "pollIntervalMs": POLL_MS, "receipt": core_tools.RECEIPT, **SEND_OPTIONS,
             "recentItems": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Deprecated and ignored (a warning says so)."},
             "messageId": core_tools.MESSAGE_ID,
         }, ("threadId", "message")),
-        output_fields={**core_tools.SEND_RESULT, **CodexHarness.send_result_fields},
+        output_fields={**core_tools.SEND_RESULT, "wait": {"type": "object"}, **CodexHarness.send_result_fields},
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},
     ),
 )

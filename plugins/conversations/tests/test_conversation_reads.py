@@ -14,27 +14,12 @@ from typing import Any
 import pytest
 from agent_link_conversations.conversation import conversation_of, recent_conversations, root_of, roots_of
 
-from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
-from agent_link_core.records import EnvelopeContribution
+from agent_link_testing.envelope_calls import ME, PEER, Counting
 
-ME = Caller("team:me", "explicit", "team")
-PEER = Caller("team:peer", "explicit", "team")
 _IDS = itertools.count(1)
-
-
-class Counting:
-    """Counts the envelope hook's calls per message id."""
-
-    def __init__(self) -> None:
-        self.calls: Counter[str] = Counter()
-
-    @hookimpl
-    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
-        self.calls[message["id"]] += 1
-        return None
 
 
 def store(app: App, body: str, to: str = "team:me", sender: Caller = PEER, reply_to: str | None = None,

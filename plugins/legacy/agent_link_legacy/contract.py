@@ -288,7 +288,7 @@ def check_importer(record: Any) -> None:
     if not isinstance(record, LegacyImporter):
         raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
                       "Subclass agent_link_legacy.contract.LegacyImporter.")
-    if not isinstance(record.name, str) or not HARNESS_NAME_RE.match(record.name):
+    if not isinstance(record.name, str) or not HARNESS_NAME_RE.fullmatch(record.name):
         raise Refused(f"registered a legacy importer named {record.name!r}",
                       "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
     if not isinstance(record.order, int) or isinstance(record.order, bool):

@@ -6,9 +6,12 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli import (EXIT_HELP, EXIT_MANY, EXIT_NONE, WholeRange, emit, fail, get_app, json_opt, ndjson_opt, printable,
+from agent_link_core.cli import (EXIT_HELP, WholeRange, emit, fail, get_app, json_opt, ndjson_opt, printable,
                                  run_async, table)
 from agent_link_core.errors import AgentLinkError
+
+#: the exit statuses of ``find`` without exactly one match (the core's EXIT_HELP lists them)
+EXIT_NONE, EXIT_MANY = 4, 5
 
 
 def _listings() -> Any:  # imported when a command runs, not for its help

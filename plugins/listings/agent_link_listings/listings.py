@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from agent_link_core.app import App
     from agent_link_core.harness import SessionListing
 
-ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}\Z")
 
 
 async def sessions(

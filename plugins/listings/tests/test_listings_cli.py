@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import cli as cli_mod
+from agent_link_listings import cli as listings_cli
 from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.cli_runner import AGENT_LINK, RUN_BOUND_S, core_env, core_process, invoke, run_core, run_main
 from agent_link_testing.output import said_text
@@ -174,8 +174,8 @@ def test_find_verdicts_and_who(harness: ScriptedHarness) -> None:
     invoke("contacts", "add", "builder", "sx:ok")
     one = invoke("find", "builder", "--json")
     assert one.exit_code == 0 and out_json(one)["verdict"] == "one"
-    assert invoke("find", "zzz-nothing").exit_code == cli_mod.EXIT_NONE
-    assert invoke("find", "title").exit_code == cli_mod.EXIT_MANY
+    assert invoke("find", "zzz-nothing").exit_code == listings_cli.EXIT_NONE
+    assert invoke("find", "title").exit_code == listings_cli.EXIT_MANY
     who = out_json(invoke("who", "--json"))
     mine = [s for s in who["sessions"] if s["address"] == "sx:ok"][0]
     assert mine["alias"] == "builder"

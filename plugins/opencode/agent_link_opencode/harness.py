@@ -39,7 +39,7 @@ from agent_link_opencode.client import ServerError, call_api, fetch_json, parse_
 VIA = "opencode-prompt"
 
 NAME = "opencode"
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 #: seconds the identity check may wait for the server (it runs inline on every tool call; an
 #: opencode server busy with a turn on a loaded machine answered after 2 s, and a late answer
 #: leaves a true caller unproven)

@@ -48,7 +48,7 @@ import click
 
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.json_files import ensure_private_dir
-from agent_link_hostkit import host_install
+from agent_link_hostkit import host_install, jsonc
 from agent_link_hostkit.host_install import Step
 
 from agent_link_opencode import jsonedit
@@ -86,41 +86,19 @@ class ConfigFile:
 
 
 def _strip_jsonc(text: str) -> tuple[str, str | None]:
-    """``text`` with its comments and trailing commas blanked (line breaks kept, so a parser's
-    line and column still point into ``text``), and where the first of them is (None: plain)."""
-    out = list(text)
-    first: int | None = None
-    i, n = 0, len(text)
-    last = -1  # index of the last significant character kept
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            last = min(j, n - 1)
-            i = j + 1
-            continue
-        if c == "/" and i + 1 < n and text[i + 1] in "/*":
-            end = text.find("\n", i) if text[i + 1] == "/" else text.find("*/", i + 2)
-            end = n if end < 0 else (end if text[i + 1] == "/" else end + 2)
-            for k in range(i, end):
-                if out[k] != "\n":
-                    out[k] = " "
-            first = i if first is None else first
-            i = end
-            continue
-        if c in "}]" and last >= 0 and text[last] == ",":
-            out[last] = " "
-            first = last if first is None else min(first, last)
-        if not c.isspace():
-            last = i
-        i += 1
+    """``text`` without a leading byte order mark, its comments and trailing commas blanked
+    (:func:`agent_link_hostkit.jsonc.strip`), and where the first of them is (None: plain JSON).
+
+    :raises ValueError: a block comment that is never closed.
+    """
+    text = text.removeprefix("\ufeff")  # opencode drops a leading byte order mark too
+    plain = jsonc.strip(text)
+    first = next((i for i, (a, b) in enumerate(zip(text, plain)) if a != b), None)
     if first is None:
         return text, None
     line = text.count("\n", 0, first) + 1
     column = first - (text.rfind("\n", 0, first) + 1) + 1
-    return "".join(out), f"line {line}, column {column}"
+    return plain, f"line {line}, column {column}"
 
 
 def read_file(path: Path) -> ConfigFile:
@@ -136,8 +114,8 @@ def read_file(path: Path) -> ConfigFile:
         return ConfigFile(path, "", None, f"cannot be read ({exc.strerror or exc})")
     if not text.strip():
         return ConfigFile(path, text, {}, None)
-    plain, extension = _strip_jsonc(text)
     try:
+        plain, extension = _strip_jsonc(text)
         data = json.loads(plain)
     except json.JSONDecodeError as exc:
         return ConfigFile(path, text, None, f"is not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})")
@@ -278,11 +256,12 @@ def check_install(found: ConfigFile, executable: Path, plugin_file: Path) -> Non
 
 
 def render(config: dict[str, Any], like: str | None) -> str:
-    """``config`` as JSON formatted like the text ``like`` (its indentation and separators, its
-    final line break; 2 spaces for a new file)."""
+    """``config`` as JSON formatted like the text ``like`` (its byte order mark, indentation and
+    separators, its final line break; 2 spaces for a new file)."""
     if like is None or not like.strip():
         return json.dumps(config, indent=2, ensure_ascii=False) + "\n"
-    return jsonedit.dump(config, jsonedit.style(like)) + like[len(like.rstrip()):]
+    bom = "\ufeff" if like.startswith("\ufeff") else ""
+    return bom + jsonedit.dump(config, jsonedit.style(like)) + like[len(like.rstrip()):]
 
 
 def _spliced(text: str, *, server: dict[str, Any] | None, plugin: str | None) -> str:
@@ -324,7 +303,7 @@ def edited(found: ConfigFile, want: dict[str, Any], *, server: dict[str, Any] | 
     if found.text and found.text.strip() and found.data:
         try:
             text = _spliced(found.text, server=server, plugin=plugin)
-            if json.loads(text) == want:
+            if _parse(text) == want:
                 return text
         except (ValueError, IndexError, KeyError, RecursionError):
             pass

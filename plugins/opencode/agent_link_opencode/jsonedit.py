@@ -146,7 +146,7 @@ def top(text: str) -> int:
 
     :raises ValueError: when the text is not an object.
     """
-    i = _skip(text, 0)
+    i = _skip(text, 1 if text.startswith("\ufeff") else 0)  # a byte order mark stays where it is
     if i >= len(text) or text[i] != "{":
         raise ValueError("not an object")
     return i

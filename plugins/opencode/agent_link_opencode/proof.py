@@ -42,7 +42,7 @@ PROGRAM_RE = re.compile(r"(?:^|[/\\])opencode(?:\.exe)?$")
 LINEAGE_DEPTH = 4
 #: how many of a session's newest messages are searched for the running call
 NEWEST_MESSAGES = 6
-ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}\Z")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
 
 

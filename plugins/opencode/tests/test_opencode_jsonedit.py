@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_link_opencode.install import (ConfigFile, edited, server_entry, with_agent_link, without_agent_link)
+from agent_link_opencode.install import (ConfigFile, edited, read_file, server_entry, with_agent_link, without_agent_link)
 
 EXE = Path("/opt/agent-link/bin/agent-link")
 PLUGIN = Path("/home/me/.local/share/agent-link/host-plugins/opencode/agent-link.js")
@@ -68,3 +68,20 @@ def test_opencode_install_keeps_an_inline_object_on_its_line() -> None:
     text = '{\n    "theme": "t",\n    "mcp": {"mine": {"enabled": false}}\n}\n'
     assert install(text).startswith('{\n    "theme": "t",\n    "mcp": {"mine": {"enabled": false}, "agent-link": {"type": "local", '
                                     '"command": ["/opt/agent-link/bin/agent-link", "mcp"], ')
+
+
+@pytest.mark.parametrize("text", ['\ufeff{"a": 1}\n', '\ufeff{"a": 1, "a": 2}'])
+def test_opencode_a_byte_order_mark_is_read_past_and_kept(text: str, tmp_path: Path) -> None:
+    """opencode reads a config saved with a BOM (Bun drops it): install reads it, keeps the mark
+    whether it splices or rewrites the file whole, and uninstall gives the text back."""
+    path = tmp_path / "opencode.json"
+    path.write_text(text, encoding="utf-8")
+    found = read_file(path)
+    assert found.problem is None and found.data is not None
+    installed = edited(found, with_agent_link(found.data, EXE, PLUGIN), server=server_entry(EXE), plugin=PLUGIN.as_uri())
+    assert installed.startswith("\ufeff{") and json.loads(installed[1:]) == with_agent_link(found.data, EXE, PLUGIN)
+    path.write_text(installed, encoding="utf-8")
+    again = read_file(path)
+    assert again.data is not None
+    removed = edited(again, without_agent_link(again.data), server=None, plugin=None)
+    assert removed.startswith("\ufeff{") and json.loads(removed[1:]) == found.data

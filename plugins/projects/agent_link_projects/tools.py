@@ -16,7 +16,7 @@ from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.mailbox import new_message_id, parse_iso_ms
 from agent_link_core.tools import core_tools
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import PATH, PATHS, ULID, closed_object, limit_arg
+from agent_link_core.tools.schemas import PATH, PATHS, POLL_MS, TIMEOUT_MS, ULID, closed_object, limit_arg
 from agent_link_projects import obligations
 from agent_link_projects.peers import run_tool
 from agent_link_projects.prompt import DEFAULT_ROLE, inert, worker_prompt
@@ -70,7 +70,7 @@ TARGET: dict[str, Any] = {
 }
 TURN_OPTIONS: dict[str, Any] = {
     "anticipation": core_tools.ANTICIPATION, "replyBy": core_tools.REPLY_BY,
-    "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": core_tools.TIMEOUT_MS, "pollIntervalMs": core_tools.POLL_MS,
+    "waitForReply": {"type": "boolean", "default": False}, "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS,
     "receipt": core_tools.RECEIPT, "messageId": core_tools.MESSAGE_ID,
     **DELIVERY_OPTIONS,
 }

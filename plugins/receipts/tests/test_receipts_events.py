@@ -15,6 +15,7 @@ from agent_link_core.records import Event
 from agent_link_core.model import Caller
 from agent_link_receipts.ledger import list_receipts
 from agent_link_testing.locks import hold_write_lock
+from agent_link_testing.handover import hand_over
 
 ALICE = Caller("test:alice", "config", "test")
 BOB = Caller("test:bob", "config", "test")
@@ -77,7 +78,7 @@ async def test_previews_are_escaped_and_cut(app: App) -> None:
 @pytest.mark.anyio
 async def test_handover_and_status_changes(app: App) -> None:
     mid = (await app.send(caller=ALICE, to="test:bob", body="q", anticipation="reply")).message["id"]
-    assert app.mailbox.reassign(mid, "test:carol", "test:admin")
+    assert hand_over(app, mid, "test:carol", "test:admin")
     handover = receipts(app, kind="handover")[0]
     assert handover["handover"] == {"from": "test:bob", "to": "test:carol"} and handover["target"]["address"] == "test:carol"
     app.store.conn.execute("UPDATE messages SET reply_by = 1 WHERE id = ?", (mid,))  # its deadline has passed

@@ -1,7 +1,7 @@
 """Role handover: open mail sent to a role follows the role to its new holder.
 
 A reply or action message sent to ``role:<name>`` that is still open moves to the role's
-current holder through the core's :meth:`~agent_link_core.mailbox.Mailbox.reassign` (the
+current holder through :func:`reassign` (the
 reminder count carries over, so the cap is not reset; the previous holder then gets
 ``wrong_recipient`` if it tries to resolve it). fyi messages never move, resolved messages
 stay with their resolver, and a cleared or ambiguous role leaves its mail where it is.
@@ -25,6 +25,7 @@ from agent_link_roles.table import RoleTable
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
+    from agent_link_core.mailbox import Mailbox
 
 
 def apply_handover(app: App, table: RoleTable, actor: str, *, wait: bool = True) -> dict[str, list[str]]:
@@ -50,7 +51,7 @@ def apply_handover(app: App, table: RoleTable, actor: str, *, wait: bool = True)
                 continue
             if holder is not None:
                 for mid in _open_held_elsewhere(app, f"role:{name}", holder):
-                    if app.mailbox.reassign(mid, holder, actor, wait=wait):
+                    if reassign(app.mailbox, mid, holder, actor, wait=wait):
                         moved.setdefault(name, []).append(mid)
                         _claim_for_new_holder(app, mid, name, holder, wait)
             with app.store.write(wait=wait) as w:
@@ -63,6 +64,26 @@ def apply_handover(app: App, table: RoleTable, actor: str, *, wait: bool = True)
         if wait or exc.code != "state_busy":
             raise
     return moved
+
+
+def reassign(mailbox: Mailbox, message_id: str, new_recipient: str, actor: str, *, wait: bool = True) -> bool:
+    """Move the open message ``message_id`` to ``new_recipient`` (undelivered for it, its reminder count kept), recording
+    a ``released`` event (``{"from", "to"}``) by ``actor``: True if moved; False when it is absent, resolved or already there.
+
+    :param wait: False (a read path): ``state_busy`` at once while another process holds the write lock.
+    """
+    at = now_ms()
+    with mailbox.store.write(wait=wait) as conn:
+        row = conn.execute("SELECT recipient FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None or row["recipient"] == new_recipient or conn.execute(
+                "SELECT 1 FROM resolutions WHERE message_id = ?", (message_id,)).fetchone():
+            return False
+        conn.execute("UPDATE messages SET recipient = ?, delivered_at = NULL, delivered_via = NULL, open = 1 WHERE id = ?",
+                     (new_recipient, message_id))
+        moved = {"from": row["recipient"], "to": new_recipient}
+        staged = mailbox.record(conn, message_id, "released", at, actor, moved, observed=moved)
+    mailbox.publish(staged)
+    return True
 
 
 def _open_held_elsewhere(app: App, to: str, holder: str) -> list[str]:

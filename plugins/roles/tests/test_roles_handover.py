@@ -11,6 +11,7 @@ import pytest
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
+from agent_link_roles.handover import reassign
 from agent_link_roles.procedures import procedure_path, read_procedure, record_version
 from agent_link_roles.table import table_path
 from agent_link_testing.locks import hold_write_lock
@@ -169,3 +170,26 @@ async def test_reading_roles_never_waits_for_a_writer_and_the_handover_it_skips_
     assert app.mailbox.get_row(mid)["recipient"] == "test:bob"  # skipped while the lock was taken...
     assert (await run_tool(app, "list_agent_roles", {}))["handedOver"] == {"builder": [mid]}  # ...done by the next read
     assert app.mailbox.get_row(mid)["recipient"] == "test:carol"
+
+
+@pytest.mark.anyio
+async def test_reassign_moves_open_mail_keeps_reminders_and_publishes_the_release(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    publish = app.mailbox.publish
+    monkeypatch.setattr(app.mailbox, "publish", lambda *events: (seen.extend(events), publish(*events)))
+    mid = (await app.send(caller=ALICE, to="test:bob", body="q", anticipation="reply")).message["id"]
+    app.mailbox.mark_delivered(mid, "test-push")
+    assert app.mailbox.record_reminder(mid, 1, "test-hook", "test:bob")
+    assert reassign(app.mailbox, mid, "test:carol", "test:admin")
+    assert not reassign(app.mailbox, mid, "test:carol", "test:admin")  # already there
+    row = app.mailbox.get_row(mid)
+    assert row["recipient"] == "test:carol" and row["delivered_at"] is None and row["open"] == 1
+    assert app.mailbox.state(row).reminder_count == 1
+    assert [(e.kind, e.actor, e.data) for e in seen if e is not None and e.kind == "released"] == [
+        ("released", "test:admin", {"from": "test:bob", "to": "test:carol"})]
+    with pytest.raises(AgentLinkError) as e:
+        app.mailbox.resolve(mid, BOB, "done")
+    assert e.value.code == "wrong_recipient"
+    app.mailbox.resolve(mid, CAROL, "done")
+    assert not reassign(app.mailbox, mid, "test:bob", "test:admin")  # resolved mail stays with its resolver
+    assert not reassign(app.mailbox, "01ARZ3NDEKTSV4RRFFQ69G5FAV", "test:bob", "test:admin")  # absent

@@ -46,7 +46,7 @@ _MARK_OPEN, _MARK_CLOSE = "\x02", "\x03"
 _TOKEN_RE = re.compile(r'"|\(|\)|[^\s()"]+')
 _OPERATORS = ("AND", "OR", "NOT")
 _WORD_CHAR_RE = re.compile(r"\w")
-_CURSOR_RE = re.compile(r"^r([0-9]{1,19})$")
+_CURSOR_RE = re.compile(r"^r([0-9]{1,19})\Z")
 
 
 def _query_error(reason: str, message: str) -> AgentLinkError:

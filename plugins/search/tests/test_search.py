@@ -23,6 +23,7 @@ from agent_link_core.model import Caller
 from agent_link_core.store import CORE_MIGRATIONS, Store
 from agent_link_testing.cli_identity import named_address_env
 from agent_link_testing.tool_app import app_as, call_tool
+from agent_link_testing.handover import hand_over
 
 from agent_link_search.index import fts_query, note_session_titles, search_messages
 
@@ -104,7 +105,7 @@ def test_punctuation_that_breaks_raw_fts5_just_searches(app: App) -> None:
 def test_index_follows_inserts_and_handover_in_the_same_transaction(app: App) -> None:
     mid = send(app, ALICE, "role-less:x", "please rotate the signing keys")
     assert ids(search_messages(app, ALICE, "signing keys")) == [mid]
-    assert app.mailbox.reassign(mid, "team:dave", "test")
+    assert hand_over(app, mid, "team:dave", "test")
     # the index moved with the row: the new holder finds it by its own address, the old one no longer
     assert ids(search_messages(app, Caller("team:dave", "config", "team"), "team:dave")) == [mid]
     assert ids(search_messages(app, Caller("role-less:x", "config", "role-less"), "rotate")) == [mid]  # still to_addr

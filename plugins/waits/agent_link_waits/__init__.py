@@ -19,11 +19,13 @@ This module imports nothing: the core reads the tables below without importing t
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
 AGENT_LINK_HOOKS = {"agent_link_waits.plugin": (
     "agent_link_before_send",
+    "agent_link_extend_tools",
     "agent_link_held_messages",
     "agent_link_register_commands",
     "agent_link_register_settings",
     "agent_link_register_tools",
     "agent_link_schema",
+    "agent_link_tool_send",
     "agent_link_wait_for_reply",
 )}
 

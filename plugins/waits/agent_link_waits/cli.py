@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli_run import (ENVELOPE, EXIT_TIMEOUT, JSON, NDJSON, READER_FROM, Command, argument, as_read, command, echo,
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, READER_FROM, Command, argument, as_read, command, echo,
                                      emit, get_app, not_marked, option, print_messages, show_then_mark, usage_error, who_am_i)
 from agent_link_core.errors import AgentLinkError
 
@@ -18,8 +18,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.commands.send import SendResult
 
-#: the outcomes of a wait that end without an answer (exit :data:`~agent_link_core.cli_run.EXIT_TIMEOUT`); declined and
-#: done are answers
+#: the exit status of a wait without an answer (the core's EXIT_HELP lists it)
+EXIT_TIMEOUT = 6
+#: the outcomes of a wait that end without an answer (exit :data:`EXIT_TIMEOUT`); declined and done are answers
 NO_ANSWER = frozenset({"timeout", "expired", "unresolved"})
 #: the options this plugin gives the core's ``send``, where they stood when the core had them (before ``--retry-count``)
 SEND_OPTIONS = (

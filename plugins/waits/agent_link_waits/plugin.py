@@ -2,7 +2,9 @@
 
 Hooks: the ``active_waits`` table (schema) and the wait settings; the ``wait_for_agent`` tool, the
 ``agent-link wait`` command and ``send``'s ``--wait``; ``agent_link_wait_for_reply`` (``message_agent``'s ``waitForReply``,
-``agent-link send --wait``), whose wait ``agent_link_before_send`` notes before the question is stored; ``agent_link_held_messages``, asked
+``agent-link send --wait``), whose wait ``agent_link_before_send`` notes before the question is stored; ``message_agent``'s
+``waitForReply``, ``timeoutMs``, ``pollIntervalMs`` and ``wait`` (``agent_link_extend_tools``), its send carried out by
+``agent_link_tool_send``; ``agent_link_held_messages``, asked
 by every push and inbox read (answers before reading any message when nobody waits).
 """
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.model import Caller
     from agent_link_core.records import OutgoingMessage, SendContext
     from agent_link_core.store import Migration
-    from agent_link_core.tools.registry import Progress, ToolSpec
+    from agent_link_core.tools.registry import Progress, ToolCall, ToolSpec
 
 
 # Hand-written hooks, not agent_link_core.contribute's one-liners: every inbox read loads this module
@@ -86,3 +88,20 @@ def agent_link_wait_for_reply(caller: Caller, message_id: str, timeout_ms: int, 
 
     return waits_of(app).wait(caller=caller, agent=message_id, reply_to=message_id, timeout_ms=timeout_ms, poll_ms=poll_ms,
                               progress=progress, mark=mark)
+
+
+@hookimpl
+def agent_link_extend_tools(app: App | None) -> dict[str, dict[str, Any]]:
+    from agent_link_waits.tools import MESSAGE_AGENT_WAIT
+
+    return {"message_agent": MESSAGE_AGENT_WAIT}
+
+
+@hookimpl
+def agent_link_tool_send(arguments: dict[str, Any], recipient: str, send: Callable[..., Any], call: ToolCall,
+                         app: App) -> Awaitable[dict[str, Any]] | None:
+    if not arguments.get("waitForReply"):
+        return None
+    from agent_link_waits.tools import send_and_wait
+
+    return send_and_wait(app, arguments, recipient, send, call)

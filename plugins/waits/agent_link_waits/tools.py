@@ -1,15 +1,21 @@
-"""The ``wait_for_agent`` MCP tool (arguments as the original Agent Link's: docs/behaviour.md §5)."""
+"""The ``wait_for_agent`` MCP tool (arguments as the original Agent Link's: docs/behaviour.md §5) and ``message_agent``'s
+``waitForReply`` (:data:`MESSAGE_AGENT_WAIT`, :func:`send_and_wait`)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from agent_link_core.tools.core_tools import POLL_MS, TIMEOUT_MS, harness_declared
+from agent_link_core.mailbox import new_message_id
+from agent_link_core.tools.core_tools import harness_declared, idempotency_key
 from agent_link_core.tools.registry import ToolCall, ToolSpec
-from agent_link_core.tools.schemas import AGENT_QUERY, BOOL, INT, NSTR, OBJ, STR, ULID, closed_object
+from agent_link_core.tools.schemas import AGENT_QUERY, BOOL, INT, NSTR, OBJ, POLL_MS, STR, TIMEOUT_MS, ULID, closed_object
 
-from agent_link_waits.waits import waits_of
+from agent_link_waits.waits import MAX_WAIT_PER_CALL_MS, waits_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,3 +59,72 @@ def tools(app: App | None) -> list[ToolSpec]:
     """``wait_for_agent``, with the result fields the App's harnesses declare for it (``wait_result_fields``) first."""
     fields = harness_declared(app, "wait_result_fields")
     return [replace(WAIT_FOR_AGENT, output_fields={**fields, **WAIT_FOR_AGENT.output_fields}) if fields else WAIT_FOR_AGENT]
+
+
+#: what this plugin adds to the core's ``message_agent`` (``agent_link_extend_tools``)
+MESSAGE_AGENT_WAIT: dict[str, Any] = {
+    "input": {"waitForReply": {"type": "boolean", "default": False, "description": "Wait for the recipient's resolution (implies anticipation reply)."},
+              "timeoutMs": TIMEOUT_MS, "pollIntervalMs": POLL_MS},
+    "output": {"wait": OBJ},
+    "description": " waitForReply waits for it.",
+}
+# pushes of waitForReply sends that outlasted their call (kept referenced until they end)
+_PUSHING: set[asyncio.Future[Any]] = set()
+
+
+async def send_and_wait(app: App, args: dict[str, Any], recipient: str, send: Callable[..., asyncio.Future[dict[str, Any]]],
+                        call: ToolCall) -> dict[str, Any]:
+    """``message_agent`` with ``waitForReply`` (``agent_link_tool_send``): the send, then the wait for its answer, the
+    whole call within :data:`~agent_link_waits.waits.MAX_WAIT_PER_CALL_MS` unless the client sent a progress token."""
+    started = time.monotonic()
+    # the answer of a push that outlasts the call names it; agent_link_before_send notes the wait under it before the
+    # question is stored, so a quicker reply is held for the wait, never also pushed
+    message_id = idempotency_key(args)[0] or new_message_id()
+    task = send(message_id, wait_for_reply=True)
+    # a push that outlasts the bound goes on in the background and the answer returns now, with the message id to wait on
+    left_s = max(MAX_WAIT_PER_CALL_MS - (time.monotonic() - started) * 1000, 0) / 1000
+    done, _ = await asyncio.wait({task}, timeout=left_s)
+    if not done:
+        _PUSHING.add(task)
+        task.add_done_callback(_push_finished)
+        spent_ms = int((time.monotonic() - started) * 1000)
+        call.warnings.append({
+            "code": "push_still_running",
+            "message": f"Pushing took longer than the {MAX_WAIT_PER_CALL_MS} ms this call may take; it goes on. "
+                       f"Call wait_for_agent with replyToMessageId {message_id} for the answer.",
+            "details": {"messageId": message_id, "sendMs": spent_ms},
+        })
+        return {"messageId": message_id, "to": recipient, "harness": recipient.split(":", 1)[0], "delivery": "queued",
+                "deliveryState": "pushing", "anticipation": "reply",
+                "wait": {"outcome": "timeout", "timedOut": True, "waitedMs": 0, "sendMs": spent_ms}}
+    result = task.result()
+    # what storing and pushing took (a slow host can take most of it) comes off the wait, so no client cuts the call
+    # before the model learns the message id
+    spent_ms = int((time.monotonic() - started) * 1000)
+    requested = args.get("timeoutMs", 60000)
+    left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
+    waited = await app.hooks.wait_for_reply(
+        call.caller, result["messageId"], timeout_ms=requested if call.progress is not None else min(requested, left),
+        poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress)
+    if waited is None:  # the wait failed (reported): the message stands, its answer is read later
+        call.warnings.append({"code": "plugin_failed", "details": {"hook": "agent_link_wait_for_reply"},
+                              "message": f"The message was sent but waiting for its answer failed; call wait_for_agent with "
+                                         f"replyToMessageId {result['messageId']}, or read your inbox later."})
+        return result
+    result["wait"] = {**waited, "sendMs": spent_ms}
+    if call.progress is None and requested > left:  # the wait got only what the send left of one call
+        call.warnings.append({
+            "code": "wait_shortened",
+            "message": f"Sending took {spent_ms} ms, so the wait got {left} ms of the {MAX_WAIT_PER_CALL_MS} ms one call "
+                       f"may take; call wait_for_agent with replyToMessageId {result['messageId']} to keep waiting.",
+            "details": {"messageId": result["messageId"], "requestedTimeoutMs": requested, "sendMs": spent_ms,
+                        "waitedAtMostMs": left},
+        })
+    call.warnings.extend(result["wait"].pop("warnings", []))
+    return result
+
+
+def _push_finished(task: asyncio.Future[Any]) -> None:
+    _PUSHING.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logging.getLogger(__name__).error("a send that outlasted its call failed: %r", task.exception())

@@ -38,10 +38,12 @@ log = LazyLogger(__name__)
 #: how often a wait whose client sent a progress token reports progress (keeps the call alive)
 PROGRESS_EVERY_MS = 10_000
 
+#: MCP clients cut tool calls at 60 s or more (hosts have used 60, 120, 300 s): one wait never holds a call longer, and says so
+MAX_WAIT_PER_CALL_MS = 50_000
 #: no wait runs longer than this (600 s asked for, plus its last poll and the push after it)
 MAX_WAIT_MS = 660_000
 #: how long the note of a ``waitForReply`` send holds its answer before its wait takes it over (:meth:`Waits.hold`): the
-#: wait starts within the bound of one tool call (the tool layer's ``MAX_WAIT_PER_CALL_MS``), or never
+#: wait starts within the bound of one tool call (:data:`MAX_WAIT_PER_CALL_MS`), or never
 HOLD_MS = 60_000
 #: how much undelivered mail :meth:`Waits.held` looks at
 HELD_SCAN = 500
@@ -223,10 +225,9 @@ class Waits:
             log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
 
     def wait_limits(self) -> tuple[int, int]:
-        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default the tool layer's
-        :data:`~agent_link_core.tools.registry.MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`),
+        """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default
+        :data:`MAX_WAIT_PER_CALL_MS`) and ``AGENT_LINK_WAIT_PROGRESS_MS`` (default :data:`PROGRESS_EVERY_MS`),
         this plugin's settings."""
-        from agent_link_core.tools.registry import MAX_WAIT_PER_CALL_MS
         values = self.config.values  # the defaults when this plugin is turned off (a host plugin's wait still runs)
         return (int(values.get("AGENT_LINK_WAIT_CAP_MS") or MAX_WAIT_PER_CALL_MS),
                 int(values.get("AGENT_LINK_WAIT_PROGRESS_MS") or PROGRESS_EVERY_MS))

@@ -147,7 +147,6 @@ async def test_a_reply_before_the_senders_wait_starts_is_held_for_it(plugin: Plu
     that comes between the store and the wait's start is held for the wait, never pushed."""
     import os
 
-    from agent_link_core.tools.core_tools import CORE_TOOLS
     from agent_link_core.tools.registry import run_tool
 
     waiter = App.create({**os.environ, "AGENT_LINK_ADDRESS": "stub:alice"}, extra_plugins=(("stub", plugin),))
@@ -160,7 +159,7 @@ async def test_a_reply_before_the_senders_wait_starts_is_held_for_it(plugin: Plu
 
     waits_of(waiter).wait = answered_first  # type: ignore[method-assign]
     try:
-        spec = next(s for s in CORE_TOOLS if s.name == "message_agent")
+        spec = waiter.hooks.tools()["message_agent"]
         got = await run_tool(waiter, spec, {"to": "team:carol", "message": "ready?", "waitForReply": True, "timeoutMs": 20_000}, {})
         assert got["ok"] and got["wait"]["outcome"] == "reply" and got["wait"]["reply"]["id"] == early["messageId"], got
         assert plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == []  # type: ignore[attr-defined]

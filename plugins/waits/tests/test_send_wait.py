@@ -7,27 +7,22 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from agent_link_core import cli, cli_run
+from agent_link_core import cli_run
 from agent_link_core.app import App
 from agent_link_core.mailbox import new_message_id
-from agent_link_testing.cli_runner import (AGENT_LINK, RUN_BOUND_S, core_env, core_process, delivery_of, installed_plugins, run_core,
+from agent_link_testing.cli_runner import (AGENT_LINK, RUN_BOUND_S, core_env, core_process, delivery_of, installed_plugins, run_click, run_core,
                                            sent_id)
-from agent_link_testing.output import said_text
+from agent_link_testing.output import masked, said_text
 
-ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 #: the environment of a run without any plugin (this suite loads the repository's plugins: conftest.py)
 NO_PLUGINS = {"AGENT_LINK_DISABLE_PLUGINS": installed_plugins()}
-TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z|\b\d+ ms\b|\"(waitedMs|requestedTimeoutMs)\": ?\d+|\b1\d{12}\b")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,23 +36,8 @@ def process(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def through_click(*args: str) -> tuple[int, str, str]:
-    """``agent-link ARGS`` through click alone (:func:`agent_link_core.cli.run_click`), as :func:`run` would run it:
-    (exit code, stdout, stderr)."""
-    code, saved = 0, sys.argv
-    with CliRunner().isolation(env=core_env(args, plugins=("waits",))) as (out, err, _):
-        sys.argv = ["agent-link", *args]
-        try:
-            cli_run.guarded(lambda: cli.run_click(cli.build_cli()))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = saved
-        return code, out.getvalue().decode(), err.getvalue().decode()
-
-
-def same(text: str) -> str:
-    """``text`` with message ids and times masked (two runs make two of each)."""
-    return TIME.sub("<time>", ULID.sub("<id>", text))
+    """``agent-link ARGS`` through click alone, as :func:`run` would run it: (exit code, stdout, stderr)."""
+    return run_click(*args, env=core_env(args, plugins=("waits",)))
 
 
 def answered(body: str) -> str:
@@ -78,7 +58,7 @@ def test_send_wait_prints_alike_on_both_paths(form: tuple[str, ...]) -> None:
             filled = [a.replace("{answered}", answered(f"q{i}{way}")) for a in args]
             argv = ("send", "team:bob", f"q{i}{way}", "--from", "team:alice", "--anticipation", "reply", "--wait", *filled, *form)
             proc = run(*argv) if way == "fast" else subprocess.CompletedProcess(argv, *through_click(*argv))
-            ran.append((proc.returncode, same(proc.stdout).replace(way, "W"), same(proc.stderr)))
+            ran.append((proc.returncode, masked(proc.stdout).replace(way, "W"), masked(proc.stderr)))
             raw = proc.stdout
         assert ran[0] == ran[1]
         assert ran[0][0] == (6, 0)[i], ran[0]

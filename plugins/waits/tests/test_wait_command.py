@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent_link_core.app import App
-from agent_link_core.cli_run import EXIT_TIMEOUT
+from agent_link_waits.cli import EXIT_TIMEOUT
 from agent_link_testing.cli_plugins import add_cli_plugins
 from agent_link_testing.cli_runner import core_process, delivery_of, invoke as run, run_core, sent_id
 from agent_link_testing.harnesses import HarnessPlugin, ScriptedHarness

@@ -18,14 +18,11 @@ import pytest
 from agent_link_core.app import App
 from agent_link_core.harness import Delivery, Harness, SessionListing
 from agent_link_core.model import Session
-from agent_link_core.tools import core_tools
-from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import run_tool
-from agent_link_waits.tools import WAIT_FOR_AGENT
+from agent_link_waits import tools as wait_tools
 from agent_link_waits.waits import waits_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
-TOOLS = {spec.name: spec for spec in (*CORE_TOOLS, WAIT_FOR_AGENT)}
 
 
 class SlowHarness(Harness):
@@ -48,7 +45,7 @@ class SlowHarness(Harness):
 
 
 async def call(app: App, tool: str, **arguments: Any) -> dict[str, Any]:
-    return await run_tool(app, TOOLS[tool], arguments, {})
+    return await run_tool(app, app.hooks.tools()[tool], arguments, {})
 
 
 async def test_wait_for_agent_returns_unread_mail_first(make_app: Callable[..., App]) -> None:
@@ -78,7 +75,7 @@ async def test_wait_for_agent_returns_unread_mail_first(make_app: Callable[..., 
 
 async def test_wait_for_reply_fits_its_bound_push_included(make_app: Callable[..., App], monkeypatch: pytest.MonkeyPatch) -> None:
     # A small per-call bound stands in for the 50 s one; the push takes most of it.
-    monkeypatch.setattr(core_tools, "MAX_WAIT_PER_CALL_MS", 5000)
+    monkeypatch.setattr(wait_tools, "MAX_WAIT_PER_CALL_MS", 5000)
     alice = make_app("test:alice", SlowHarness(delay_s=1.0))
     sent = await call(alice, "message_agent", to="slow:target", message="are you there?", waitForReply=True, timeoutMs=60000,
                       pollIntervalMs=250)
@@ -105,7 +102,7 @@ async def test_wait_for_reply_within_the_bound_is_not_shortened(make_app: Callab
 
 async def test_a_push_longer_than_the_bound_goes_on_and_the_call_returns_its_id(make_app: Callable[..., App],
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(core_tools, "MAX_WAIT_PER_CALL_MS", 300)
+    monkeypatch.setattr(wait_tools, "MAX_WAIT_PER_CALL_MS", 300)
     alice = make_app("test:alice", SlowHarness(delay_s=2.0))
     sent = await call(alice, "message_agent", to="slow:target", message="slow host", waitForReply=True)
     assert sent["ok"] is True and sent["deliveryState"] == "pushing" and sent["wait"]["timedOut"] is True

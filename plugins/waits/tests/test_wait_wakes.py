@@ -24,14 +24,12 @@ import pytest
 
 from agent_link_core import wake
 from agent_link_core.app import App
-from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import run_tool
 from agent_link_waits.waits import waits_of
 from agent_link_waits.wakeup import Wakeup
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 OTHER_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link") if ep.name != "waits"))
-TOOLS = {spec.name: spec for spec in CORE_TOOLS}
 NEVER_MS = 600_000  # the fallback poll: never reached within WAIT_MS
 WAIT_MS = 30_000  # the waits' limit: a missed wake-up shows as waitedMs == WAIT_MS
 BOUND_S = 90  # a bound on the helper process, never a speed assertion
@@ -49,7 +47,7 @@ print(json.dumps({{"outcome": out["outcome"], "beforeLimit": out["waitedMs"] < {
 
 
 async def call(app: App, tool: str, **arguments: Any) -> dict[str, Any]:
-    return await run_tool(app, TOOLS[tool], arguments, {})
+    return await run_tool(app, app.hooks.tools()[tool], arguments, {})
 
 
 def fifos(app: App) -> list[str]:

@@ -13,7 +13,7 @@ AUTHOR_KEY = "author"
 ORIGIN = {"kind": "person", "through": "web-page"}
 #: set (to the person's address) only while the page itself sends or answers
 page_person: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_link_web_person", default=None)
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 
 
 def person_address(name: str | None, given_as: str = "AGENT_LINK_WEB_USER") -> str:

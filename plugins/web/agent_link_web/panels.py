@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
     from agent_link_core.mailbox import Visibility
 
-PANEL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,47}$")
+PANEL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,47}\Z")
 _viewer: contextvars.ContextVar[Visibility | None] = contextvars.ContextVar("agent_link_panel_viewer", default=None)
 
 

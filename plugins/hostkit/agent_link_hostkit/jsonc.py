@@ -1,6 +1,6 @@
 """JSON with comments, as opencode reads its config files.
 
-opencode 1.18.33 parses every config layer with ``jsonc-parser``'s ``parse(text, errors,
+opencode 1.18.33 parses every config file with ``jsonc-parser``'s ``parse(text, errors,
 {allowTrailingComma: true})`` (its ``ConfigParse.jsonc``) and refuses the file on any error:
 ``//`` and ``/* */`` comments and a comma before ``}`` or ``]`` are accepted, everything else is
 JSON. No JSONC package is a dependency of agent-link, so this is a small reader: comments and
