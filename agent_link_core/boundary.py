@@ -4,7 +4,7 @@ process and the state dir's others: docs/plugins.md, section 3 ("Any exception i
 async code from sync code that may itself be inside an event loop (:func:`run_inline`, :func:`run_blocking`)."""
 
 from __future__ import annotations
-# C modules behind signal and contextvars: every command loads this module, so no imports
+
 # C modules behind signal, contextvars and threading: every command loads this module, so no imports
 import _contextvars as contextvars
 import _signal
