@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import re
 
 from agent_link_core.addresses import is_address
 from agent_link_core.errors import AgentLinkError, invalid_arguments
@@ -51,6 +50,8 @@ def _field(path: str, names: dict[str, str]) -> str:
 def cli_words(text: str, command: str | None = None, names: dict[str, str] | None = None) -> str:
     """``text`` with tool argument and tool names replaced by option and command names
     (``names``: the command's own ``{tool argument: CLI option or ARGUMENT}``, over the core's)."""
+    import re  # here: only a command that fails words an error
+
     names = _names(command, names)
     for tool, cmd in TOOL_COMMANDS.items():
         text = text.replace(tool, cmd)

@@ -245,19 +245,22 @@ def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
     return raw.strip()
 
 
+def _env_name(value: object, prefix: str, longest: int, chars: frozenset[str] = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")) -> bool:
+    """``value`` is ``prefix`` and then 1 to ``longest`` of A-Z 0-9 _ (string operations: every command checks these)."""
+    return isinstance(value, str) and value.startswith(prefix) and 0 < len(value) - len(prefix) <= longest and chars.issuperset(value)
+
+
 def check_setting(record: Any, core_names: frozenset[str]) -> None:
     """Refuse a setting that is not a :class:`Setting`, is badly named, or would shadow one of the core's settings (its name or an alias)."""
-    import re
-
     if not isinstance(record, Setting):
         raise Refused(f"registered a {type(record).__name__}, not a Setting", "Register agent_link_core.config.Setting records.")
-    if not isinstance(record.name, str) or not re.fullmatch(r"AGENT_LINK_[A-Z0-9_]{1,64}", record.name):
+    if not _env_name(record.name, "AGENT_LINK_", 64):
         raise Refused(f"registered a setting named {record.name!r}", "Setting names are AGENT_LINK_ followed by A-Z 0-9 _.")
     if record.name in core_names:
         raise Refused(f"registered {record.name}, which is the core's own setting",
                       "A plugin cannot redefine a core setting; name yours AGENT_LINK_<PLUGIN>_...")
     for alias in record.aliases:
-        if not isinstance(alias, str) or not re.fullmatch(r"[A-Z][A-Z0-9_]{0,80}", alias):
+        if not _env_name(alias, "", 81) or not "A" <= alias[0] <= "Z":
             raise Refused(f"setting {record.name} has an alias {alias!r} that is not an environment variable name",
                           "Aliases are upper-case variable names.")
         if alias in core_names:

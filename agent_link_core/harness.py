@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from agent_link_core.harness_decl import HARNESS_NAME_RE, HarnessDeclaration, OutputBudget, SenderOption  # noqa: F401 - plugins import them from here
+from agent_link_core.harness_decl import HarnessDeclaration, OutputBudget, SenderOption  # noqa: F401 - plugins import them from here
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy import Struct, field
 from agent_link_core.model import Caller, Session

@@ -3,19 +3,16 @@ from :mod:`agent_link_core.harness` so that a process that talks to no host, suc
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 
+from agent_link_core.addresses import is_harness_name
 from agent_link_core.lazy import Struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
     from agent_link_core.harness import Harness
-
-#: a harness name, its address scheme
-HARNESS_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,31}")  # fullmatch: "$" would let a trailing line break pass
 
 
 class OutputBudget(Struct, frozen=True):
@@ -156,7 +153,7 @@ def check_harness(record: Any) -> None:
     if not isinstance(record, HarnessDeclaration) and (harness is None or not isinstance(record, harness.Harness)):
         raise Refused(f"registered a {type(record).__name__}, not a Harness", "Subclass agent_link_core.harness.Harness.")
     name = getattr(record, "name", None)
-    if not isinstance(name, str) or not HARNESS_NAME_RE.fullmatch(name):
+    if not is_harness_name(name):
         raise Refused(f"registered a harness named {name!r}",
                       "A harness name is its address scheme: 1-32 of a-z 0-9 -, starting with a letter.")
     if isinstance(record, HarnessDeclaration):

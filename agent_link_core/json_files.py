@@ -32,9 +32,13 @@ def loads(text: str) -> Any:
     return json.loads(text)
 
 
-def dumps(value: Any) -> str:
-    """``json.dumps(value)`` (ASCII, the default separators) through the C encoder, as :func:`loads`; ``TypeError`` for a value
-    JSON cannot hold, ``ValueError`` for a circular reference."""
+def dumps(value: Any, **options: Any) -> str:
+    """``json.dumps(value)`` (ASCII, the default separators) through the C encoder, as :func:`loads`, or with ``options`` (its
+    keywords) ``json.dumps`` itself; ``TypeError`` for a value JSON cannot hold, ``ValueError`` for a circular reference."""
+    if options:
+        import json
+
+        return json.dumps(value, **options)
     try:
         from _json import encode_basestring_ascii, make_encoder
 

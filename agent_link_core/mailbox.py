@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import json
 import os
 import sqlite3
 import sys
@@ -16,6 +15,7 @@ import time
 from agent_link_core.addresses import ANTICIPATIONS, MESSAGE_ID_WORDS, address_scheme, is_address, is_ulid
 from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.json_files import dumps, loads
 from agent_link_core.store import is_corruption, now_ms
 
 TYPE_CHECKING = False  # no typing/dataclasses at run time: the hook fast path imports this
@@ -145,7 +145,7 @@ def content_hash(
     parts: list[Any] = [sender, to, body, anticipation, reply_by_ms, reply_to]
     if extra:
         parts.append(extra)
-    blob = json.dumps(parts, ensure_ascii=False, sort_keys=True)
+    blob = dumps(parts, ensure_ascii=False, sort_keys=True)
     return _sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -177,7 +177,7 @@ def differing_fields(row: sqlite3.Row, msg: OutgoingMessage) -> list[str]:
              "replyToMessageId": ("reply_to", msg.reply_to)}
     out = [name for name, (column, value) in given.items() if row[column] != value]
     try:
-        stored_meta = json.loads(row["metadata"] or "{}")
+        stored_meta = loads(row["metadata"] or "{}")
     except (ValueError, RecursionError):
         stored_meta = {}
     before = stored_meta.get("fingerprint") if isinstance(stored_meta, dict) else None
@@ -332,7 +332,7 @@ class Mailbox:
         delivery = "acknowledged" if row["acknowledged_at"] else ("delivered" if row["first_delivered_at"] else "queued")
         note = None
         if delivery == "queued" and last_push is not None and last_push["kind"] == "delivery_accepted":
-            delivery, note = "accepted", json.loads(last_push["data"] or "{}").get("note")
+            delivery, note = "accepted", loads(last_push["data"] or "{}").get("note")
         resolution = None if res is None else {
             "kind": res["kind"], "by": res["by_addr"], "at": iso(res["at"]), "late": bool(res["late"]),
             "replyMessageId": res["reply_message_id"], "reason": escape_text(res["reason"]) if res["reason"] else res["reason"],
@@ -364,7 +364,7 @@ class Mailbox:
     def to_view(self, row: sqlite3.Row, state: MessageState | None = None, *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         """The public, body-free description of a message (inbox, status, inspect); ``meta``: its decoded metadata, if known."""
         state = state or self.state(row)
-        meta = json.loads(row["metadata"] or "{}") if meta is None else meta
+        meta = loads(row["metadata"] or "{}") if meta is None else meta
         reminders = None if row["anticipation"] == "fyi" else {
             "count": state.reminder_count, "limit": self.config.reminder_limit,
             "lastAt": iso(state.last_reminder_at) if state.last_reminder_at else None,
@@ -395,7 +395,7 @@ class Mailbox:
     def envelope(self, row: sqlite3.Row, message: dict[str, Any] | None = None) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message (``message``: its :meth:`row_dict`, if made)."""
         message = self.row_dict(row) if message is None and self.hooks is not None else message
-        meta = message["metadata"] if message is not None else json.loads(row["metadata"] or "{}")
+        meta = message["metadata"] if message is not None else loads(row["metadata"] or "{}")
         # read before the hooks see it: what a plugin does to the metadata stays its own
         verified, meta_via = bool(meta.get("sender", {}).get("verified")), meta.get("via")
         attributes: dict[str, str] = {}
@@ -414,7 +414,7 @@ class Mailbox:
     @staticmethod
     def row_dict(row: sqlite3.Row) -> dict[str, Any]:
         """A stored message as a plain dict (``metadata`` decoded)."""
-        return {**dict(zip(row.keys(), row)), "metadata": json.loads(row["metadata"] or "{}"), "from": row["from_addr"], "to": row["to_addr"]}
+        return {**dict(zip(row.keys(), row)), "metadata": loads(row["metadata"] or "{}"), "from": row["from_addr"], "to": row["to_addr"]}
 
     def open_for(self, recipient: str, limit: int, *, undelivered_only: bool = False) -> list[sqlite3.Row]:
         """Open mail for ``recipient``, oldest first: undelivered, or unresolved reply/action."""
@@ -543,7 +543,7 @@ class Mailbox:
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
             + (" ON CONFLICT(id) DO NOTHING" if if_new else "") + " RETURNING *",
             (msg.id, msg.sender.address, msg.sender.source, msg.to, msg.recipient, msg.body, len(msg.body.encode("utf-8")), digest,
-             json.dumps(meta, ensure_ascii=False), at, msg.anticipation, msg.reply_by_ms, msg.reply_to),
+             dumps(meta, ensure_ascii=False), at, msg.anticipation, msg.reply_by_ms, msg.reply_to),
         ).fetchall()  # all of it: a statement left unfinished would hold the transaction open
         if not row:
             return None
@@ -573,7 +573,7 @@ class Mailbox:
         observers get) it also goes to the ``agent_link_record_event`` observers: the returned event is then for
         :meth:`publish` after the commit (None without ``observed`` or without hooks)."""
         conn.execute("INSERT INTO message_events (message_id, kind, at, actor, via, data) VALUES (?, ?, ?, ?, ?, ?)",
-                     (message_id, kind, at, actor, via, json.dumps(data, ensure_ascii=False)))
+                     (message_id, kind, at, actor, via, dumps(data, ensure_ascii=False)))
         return None if observed is None else self._stage(kind, message_id, at, actor, observed)
 
     def _stage(self, kind: str, message_id: str | None, at_ms: int, actor: str | None, data: dict[str, Any],

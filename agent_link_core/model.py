@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_link_core.lazy import Record, Struct
-from agent_link_core.addresses import EXTERNAL, INVALID, ROLE_NAME_RE, address_scheme, is_address, is_ulid  # noqa: F401 - re-exported for plugins
+from agent_link_core.addresses import EXTERNAL, INVALID, address_scheme, is_address, is_ulid  # noqa: F401 - re-exported for plugins
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,9 +4,6 @@ and tabs kept where text is laid out in lines); the ``&#xHHHH;`` escapes of enve
 
 from __future__ import annotations
 
-import json
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -68,17 +65,15 @@ def _visible_key(key: Any) -> Any:
     return visible(key) if isinstance(key, str) else key
 
 
-#: how ``json.dumps`` writes a control character other than LF and TAB (a backslash of the data followed by one of these
-#: letters matches too: then the walk runs)
-_ESCAPED_CONTROL = re.compile(r"\\(?:[bfr]|u00)")
-
-
 def plain_json(value: Any) -> str | None:
     """``json.dumps(value, ensure_ascii=False)`` when :func:`visible_data` would leave every string of ``value`` as it is,
     else None (also for a value that is not JSON): one serialisation and two scans in C instead of a walk (below U+0020
     only the JSON escapes of LF and TAB may appear; :meth:`str.isprintable` finds the other category-``C`` characters)."""
+    import json  # here: the CLI's human output never calls this, and an empty read then loads neither json nor re
+    import re
+
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         return None
-    return text if text.isprintable() and _ESCAPED_CONTROL.search(text) is None else None
+    return text if text.isprintable() and re.search(r"\\(?:[bfr]|u00)", text) is None else None

@@ -188,6 +188,31 @@ def test_send_and_inbox_import_no_heavy_module(tmp_path: Path, args: tuple[str, 
     assert heavy == []
 
 
+PLAIN_PROBE = '''
+import sys
+from agent_link_core.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("LOADED=" + ",".join(m for m in ("json", "re") if m in sys.modules))
+'''
+
+
+@pytest.mark.installed_plugins
+def test_an_empty_inbox_read_imports_neither_json_nor_re(tmp_path: Path) -> None:
+    """Nothing to print and nothing to mark: the read decodes no JSON (the mailbox's reads use json_files.loads) and
+    checks the plugins' settings and harness names with string operations, so json, re and enum stay out."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
+    env["AGENT_LINK_ADDRESS"] = "test:nobody"
+    probe = tmp_path / "probe.py"
+    probe.write_text(PLAIN_PROBE)
+    for _ in range(2):  # the first run of a new search path fills the entry-point cache
+        done = subprocess.run([sys.executable, str(probe), "inbox"], env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+    assert done.stderr.rsplit("LOADED=", 1)[1] == ""
+
+
 @pytest.mark.installed_plugins
 def test_every_declared_command_matches_the_command_it_names() -> None:
     """A declaration cannot drift from its command: same name, and the declared help is the

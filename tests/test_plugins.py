@@ -142,3 +142,22 @@ def test_a_tool_name_with_a_trailing_line_break_or_outside_snake_case_is_refused
 
     with pytest.raises(Refused, match="registered a tool named"):
         check_tool(ToolSpec(name=name, description="d", input_schema={"type": "object"}, output_fields={}, handler=handler))
+
+
+@pytest.mark.parametrize(("name", "aliases", "ok"), [
+    ("AGENT_LINK_X", (), True), ("AGENT_LINK_" + "A" * 64, ("OLD_NAME", "X"), True), ("AGENT_LINK_", (), False),
+    ("AGENT_LINK_" + "A" * 65, (), False), ("AGENT_LINK_x", (), False), ("AGENT_LINK_X\n", (), False), ("OTHER_X", (), False),
+    ("AGENT_LINK_X", ("_OLD",), False), ("AGENT_LINK_X", ("1OLD",), False), ("AGENT_LINK_X", ("A" * 82,), False),
+    ("AGENT_LINK_X", ("old",), False), ("AGENT_LINK_X", ("",), False),
+])
+def test_a_plugin_setting_is_named_as_an_environment_variable(name: str, aliases: tuple[str, ...], ok: bool) -> None:
+    """``AGENT_LINK_`` and 1-64 of A-Z 0-9 _; aliases an upper-case variable name of at most 81 characters."""
+    from agent_link_core.boundary import Refused
+    from agent_link_core.config import Setting, check_setting
+
+    setting = Setting(name, "str", "", aliases=aliases)
+    if ok:
+        check_setting(setting, frozenset())
+    else:
+        with pytest.raises(Refused):
+            check_setting(setting, frozenset())

@@ -24,9 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.addresses import EXTERNAL, ULID_RE, is_address
+from agent_link_core.addresses import EXTERNAL, ULID_RE, is_address, is_harness_name
 from agent_link_core.boundary import Refused
-from agent_link_core.harness import HARNESS_NAME_RE
 
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
@@ -288,7 +287,7 @@ def check_importer(record: Any) -> None:
     if not isinstance(record, LegacyImporter):
         raise Refused(f"registered a {type(record).__name__}, not a LegacyImporter",
                       "Subclass agent_link_legacy.contract.LegacyImporter.")
-    if not isinstance(record.name, str) or not HARNESS_NAME_RE.fullmatch(record.name):
+    if not is_harness_name(record.name):
         raise Refused(f"registered a legacy importer named {record.name!r}",
                       "Importer names are 1-32 of a-z 0-9 -, starting with a letter.")
     if not isinstance(record.order, int) or isinstance(record.order, bool):

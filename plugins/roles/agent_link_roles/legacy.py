@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_link_legacy.contract import LegacyContext, LegacyImporter, LegacyOutcome
-from agent_link_core.model import ROLE_NAME_RE
+from agent_link_core.addresses import ROLE_NAME_RE
 from agent_link_core.store import now_ms
 
 from agent_link_roles.files import atomic_write

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.model import ROLE_NAME_RE, is_address
+from agent_link_core.addresses import ROLE_NAME_RE
+from agent_link_core.model import is_address
 from agent_link_roles.context import TABLE_FILE
 from agent_link_roles.files import atomic_write, io_error, locked, os_error, relative
 
