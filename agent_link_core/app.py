@@ -16,7 +16,6 @@ from functools import cached_property, partial
 from agent_link_core.lazy import LazyLogger
 from agent_link_core import boundary
 from agent_link_core.config import Config, load_config
-from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
@@ -286,25 +285,13 @@ class App:
                         "details": refusal.details, "hint": refusal.hint}]
 
     def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
-        """The caller's open mail with envelopes; marks returned undelivered rows delivered."""
-        self.require_caller(caller)
-        mark, warnings = self.begin_inbox_read(caller, mark)
-        rows, marked = self.mailbox.drain(caller.address, limit, mark=mark, include_open=include_open)
-        views = []
-        for row, state in zip(rows, self.mailbox.states(rows), strict=True):  # states read together, not per row
-            self.mailbox.note_transition(row, state)
-            view = self.mailbox.to_view(row, state)
-            view["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
-            views.append(view)
-        return {
-            "address": caller.address,
-            "markedDelivered": marked,
-            "messages": views,
-            "openCount": sum(1 for v in views if v["open"]),
-            "remainingCount": self.mailbox.count_open(caller.address, undelivered_only=True),
-            "renderedBlock": render_inbox([self.mailbox.envelope(row) for row in rows]),
-            **({"warnings": warnings} if warnings else {}),
-        }
+        """The caller's open mail with envelopes, as ``read_agent_link_inbox`` returns it (:func:`agent_link_core.reading.inbox`);
+        with ``mark``, what it returns undelivered is marked delivered."""
+        from agent_link_core import reading
+
+        mark, warnings = self.begin_inbox_read(self.require_caller(caller), mark)
+        out = reading.inbox(self, caller, limit=limit, mark=mark, include_open=include_open)
+        return {**out, "warnings": [*out.get("warnings", []), *warnings]} if warnings else out
 
     def status(self, caller: Caller, message_id: str) -> dict[str, Any]:
         """A message's lifecycle, for its sender or recipient only (never the body)."""

@@ -97,10 +97,14 @@ def _warned(result: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str,
 
 
 def _views(app: App, rows: list[Any], metas: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """The views of ``rows``, with ``open``: what the reader still has to do."""
-    views = app.mailbox.to_views(rows, metas=metas)
-    for row, view in zip(rows, views, strict=True):
+    """The views of ``rows``, with ``open``: what the reader still has to do; a reader seeing a message become unresolved
+    or expired records it (:meth:`~agent_link_core.mailbox.Mailbox.note_transition`)."""
+    views = []
+    for row, state, meta in zip(rows, app.mailbox.states(rows), metas or [None] * len(rows), strict=True):
+        app.mailbox.note_transition(row, state)
+        view = app.mailbox.to_view(row, state, meta=meta)
         view["open"] = view["status"] in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else row["delivered_at"] is None
+        views.append(view)
     return views
 
 
