@@ -11,9 +11,9 @@ import os
 import re
 import sqlite3
 import sys
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
@@ -91,18 +91,51 @@ class ToolSpec:
     @cached_property
     def input_validator(self) -> Draft202012Validator:
         """The validator of :attr:`input_schema` (:func:`validate_arguments`)."""
-        from jsonschema import Draft202012Validator
-
-        return Draft202012Validator(self.input_schema)
+        return _validator_class()(self.input_schema)
 
     @cached_property
     def result_validator(self) -> Draft202012Validator:
         """The validator of :func:`output_schema` (:func:`call_tool`)."""
-        from jsonschema import Draft202012Validator, validators
+        from jsonschema import validators
 
         # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
-        checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
-        return validators.extend(Draft202012Validator, type_checker=checker)(output_schema(self))
+        base = _validator_class()
+        checker = base.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
+        return validators.extend(base, type_checker=checker)(output_schema(self))
+
+
+@lru_cache(maxsize=1)
+def _validator_class() -> Any:
+    """Draft 2020-12 with ``pattern`` read as JSON Schema defines it, an ECMA-262 regular expression, whose ``$`` (no
+    multiline flag) matches only at the end of the string; Python's ``$`` also matches before a final line break, so
+    ``"all\n"`` passed ``^(all|...)$``."""
+    from jsonschema import Draft202012Validator, ValidationError, validators
+
+    def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "string") and not ecma_regex(regex).search(instance):
+            yield ValidationError(f"{instance!r} does not match {regex!r}")
+
+    return validators.extend(Draft202012Validator, {"pattern": pattern})
+
+
+@lru_cache(maxsize=512)
+def ecma_regex(regex: str) -> re.Pattern[str]:
+    """``regex`` (a JSON schema ``pattern``) compiled for Python with each ``$`` outside a character class as ``\\Z``, the
+    end of the string, as in ECMA-262. :raises re.error: not a regular expression."""
+    out, escaped, in_class = [], False, False
+    for char in regex:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "$" and not in_class:
+            char = r"\Z"
+        out.append(char)
+    return re.compile("".join(out))
 
 
 WARNING_SCHEMA = {"type": "object", "properties": {"code": STR, "message": STR, "details": OBJ}, "required": ["code", "message"]}
