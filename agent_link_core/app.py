@@ -284,26 +284,25 @@ class App:
         return False, [{"code": refusal.code, "message": refusal.message + " Nothing was marked delivered.",
                         "details": refusal.details, "hint": refusal.hint}]
 
-    def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True) -> dict[str, Any]:
-        """The caller's open mail with envelopes, as ``read_agent_link_inbox`` returns it (:func:`agent_link_core.reading.inbox`);
-        with ``mark``, what it returns undelivered is marked delivered."""
+    def inbox(self, caller: Caller, *, limit: int = 20, mark: bool = True, include_open: bool = True,
+              message_id: str | None = None, offset: int = 0, tell: bool = True) -> dict[str, Any]:
+        """The caller's open mail with envelopes (``read_agent_link_inbox``: :func:`agent_link_core.reading.inbox`, whose
+        arguments these are) after :meth:`begin_inbox_read`; with ``mark``, what it returns undelivered is marked delivered."""
         from agent_link_core import reading
 
-        mark, warnings = self.begin_inbox_read(self.require_caller(caller), mark)
-        out = reading.inbox(self, caller, limit=limit, mark=mark, include_open=include_open)
+        mark, warnings = self.begin_inbox_read(self.require_caller(caller), mark, tell)
+        out = reading.inbox(self, caller, limit=limit, mark=mark, include_open=include_open, message_id=message_id, offset=offset)
         return {**out, "warnings": [*out.get("warnings", []), *warnings]} if warnings else out
 
     def status(self, caller: Caller, message_id: str) -> dict[str, Any]:
         """A message's lifecycle, for its sender or recipient only (never the body)."""
         row = self.mailbox.require(message_id)
-        message_id = row["id"]
         # an unidentified caller is "external": it reaches mail sent as external
-        Visibility(caller.address).require(row, f"the status of {message_id}")
+        Visibility(caller.address).require(row, f"the status of {row['id']}")
         state = self.mailbox.state(row)
         self.mailbox.note_transition(row, state)
         view = self.mailbox.to_view(row, state)
-        view.pop("bodyBytes", None)
-        return {"messageId": message_id, "holder": row["recipient"], **{k: v for k, v in view.items() if k != "id"}}
+        return {"messageId": row["id"], "holder": row["recipient"], **{k: v for k, v in view.items() if k not in ("id", "bodyBytes")}}
 
     def inspect(
         self, caller: Caller, *, scope: str = "caller", from_address: str | None = None, to_address: str | None = None,
@@ -354,16 +353,15 @@ class App:
         """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
         from agent_link_core.harness import call_harness
 
+        def _capabilities_problem(result: Any, plugin: str) -> str | None:
+            ok = isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in result.items())
+            return None if ok else f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
+
         capabilities: dict[str, dict[str, Any]] = {}
         for harness in list(self.harnesses.values()):
             capabilities.update(call_harness(self.hooks, harness, "mcp_capabilities", partial(harness.mcp_capabilities, self),
-                                             default={}, check=_check_capabilities) or {})
+                                             default={}, check=_capabilities_problem) or {})
         return capabilities
-
-
-def _check_capabilities(result: Any, plugin: str) -> str | None:
-    ok = isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in result.items())
-    return None if ok else f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
 
 
 def configure_logging(config: Config) -> None:
@@ -382,12 +380,8 @@ def configure_logging(config: Config) -> None:
     handler: logging.Handler
     try:
         ensure_private_dir(os.path.dirname(path))
-        fd = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
-        try:
-            if os.fstat(fd).st_mode & 0o077:
-                os.fchmod(fd, 0o600)  # created by someone else's umask, or an older version
-        finally:
-            os.close(fd)
+        os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)  # also one made under someone else's umask, or by an older version
         handler = logging.FileHandler(path, encoding="utf-8")
     except (OSError, AgentLinkError) as exc:  # a logging problem must not stop agent-link
         reason = exc.message if isinstance(exc, AgentLinkError) else (exc.strerror or str(exc))

@@ -5,7 +5,7 @@ plugins/budgets); without one a read returns everything up to its limit, a messa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from agent_link_core.envelope import render_inbox
 from agent_link_core.errors import AgentLinkError
@@ -96,7 +96,7 @@ def _warned(result: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str,
     return {**result, "warnings": warnings} if warnings else result
 
 
-def _views(app: App, rows: list[Any], metas: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def _views(app: App, rows: list[Any], metas: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
     """The views of ``rows``, with ``open``: what the reader still has to do; a reader seeing a message become unresolved
     or expired records it (:meth:`~agent_link_core.mailbox.Mailbox.note_transition`)."""
     views = []

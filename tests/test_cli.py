@@ -156,15 +156,20 @@ def test_console_script_subprocess(isolated_env: Path) -> None:
     assert inbox.returncode == 0 and json.loads(inbox.stdout)["address"] == "test:bob"
 
 
-def test_debug_logs_go_to_a_private_file(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("made_before", [False, True])  # True: by another umask or an older version (0644)
+def test_debug_logs_go_to_a_private_file(isolated_env: Path, monkeypatch: pytest.MonkeyPatch, made_before: bool) -> None:
     import logging
 
     monkeypatch.setenv("AGENT_LINK_DEBUG", "1")
     logger = logging.getLogger("agent_link_core")
     before = list(logger.handlers)
+    log_file = isolated_env / "logs" / "agent-link.log"
+    if made_before:
+        log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_file.write_text("old line\n")
+        log_file.chmod(0o644)
     try:
         assert invoke("health", "--json").exit_code == 0
-        log_file = isolated_env / "logs" / "agent-link.log"
         assert log_file.exists() and oct(log_file.stat().st_mode & 0o777) == "0o600"
         for handler in logger.handlers:
             handler.flush()

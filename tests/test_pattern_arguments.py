@@ -16,6 +16,7 @@ ULID = "01JZ0000000000000000000000"
 @pytest.mark.parametrize(("regex", "text", "matches"), [
     ("^a$", "a", True), ("^a$", "a\n", False), ("^(all|[a-z]+)$", "all\n", False), ("^(all|[a-z]+)$", "codex", True),
     ("^[$]+$", "$$", True), ("^\\$x$", "$x", True), ("^\\$x$", "$x\n", False), ("a", "ba\n", True), ("^a$", "a\nb", False),
+    ("^[\\]$]+$", "]$", True), ("^[\\]$]+$", "]$\n", False),
 ])
 def test_dollar_ends_the_string_as_in_ecma_262(regex: str, text: str, matches: bool) -> None:
     assert bool(ecma_regex(regex).search(text)) is matches

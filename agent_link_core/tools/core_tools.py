@@ -234,16 +234,10 @@ async def _send(app: App, args: dict[str, Any], call: ToolCall, target: tuple[st
 
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """The ``read_agent_link_inbox`` tool's handler (see the module doc)."""
-    from agent_link_core import reading
-
-    # a database that refuses writes (read-only, damaged, replaced) is read without marking; a read
-    # for a client that is gone marks nothing either, as its answer reaches no one
-    mark, warnings = app.begin_inbox_read(call.caller, args.get("markAsDelivered", True) and not client_gone(), tell=False)
-    result = reading.inbox(app, call.caller, limit=args.get("limit", 20), mark=mark, include_open=args.get("includeOpen", True),
-                           message_id=args.get("messageId"), offset=args.get("offset", 0))
-    if warnings:
-        result["warnings"] = [*result.get("warnings", []), *warnings]
-    return result
+    # a read for a client that is gone marks nothing, as its answer reaches no one
+    return app.inbox(call.caller, limit=args.get("limit", 20), mark=args.get("markAsDelivered", True) and not client_gone(),
+                     include_open=args.get("includeOpen", True), message_id=args.get("messageId"), offset=args.get("offset", 0),
+                     tell=False)
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:

@@ -122,20 +122,8 @@ def _validator_class() -> Any:
 def ecma_regex(regex: str) -> re.Pattern[str]:
     """``regex`` (a JSON schema ``pattern``) compiled for Python with each ``$`` outside a character class as ``\\Z``, the
     end of the string, as in ECMA-262. :raises re.error: not a regular expression."""
-    out, escaped, in_class = [], False, False
-    for char in regex:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == "[":
-            in_class = True
-        elif char == "]":
-            in_class = False
-        elif char == "$" and not in_class:
-            char = r"\Z"
-        out.append(char)
-    return re.compile("".join(out))
+    # escapes and character classes are kept whole; a "$" left over is an anchor
+    return re.compile(re.sub(r"(\\.|\[(?:\\.|[^\]\\])*\]|[^\\\[$]+)|\$", lambda m: m[1] or r"\Z", regex))
 
 
 WARNING_SCHEMA = {"type": "object", "properties": {"code": STR, "message": STR, "details": OBJ}, "required": ["code", "message"]}
