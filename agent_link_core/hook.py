@@ -51,8 +51,8 @@ SENDERS_SQL = "SELECT from_addr FROM messages WHERE recipient = ? AND open = 1 A
 class HookContext:
     """Mailbox access for a host adapter, loaded only as far as the answer needs: reads through :mod:`sqlite3` alone
     (:data:`MAIL_SQL`, :data:`SENDERS_SQL`), through the :class:`~agent_link_core.mailbox.Mailbox` once such a read fails;
-    reminders and the stop block, which write, use the mailbox. Reads wait at most :data:`HOOK_BUSY_TIMEOUT_MS`; the two
-    writes never wait (skipped while another process writes, they are tried again at the next prompt or stop).
+    reminders, which write, use the mailbox. Reads wait at most :data:`HOOK_BUSY_TIMEOUT_MS`; writes never wait (skipped
+    while another process writes, they are tried again at the next prompt).
 
     :param config: core settings (state dir, reminder limit and interval).
     """
@@ -102,8 +102,9 @@ class HookContext:
         box = self.mailbox
         return [] if box is None else box.store.conn.execute(sql, params).fetchall()
 
-    def _mail_of(self, address: str) -> tuple[int, bool]:
-        """:data:`MAIL_SQL`'s answer for ``address``, read once (``(0, False)`` for anything not an address)."""
+    def mail_of(self, address: str) -> tuple[int, bool]:
+        """``(undelivered open messages, whether delivered open reply/action mail exists: reminders may be due)`` for
+        ``address`` (:data:`MAIL_SQL`), read once; ``(0, False)`` for anything not an address."""
         if address not in self._mail:
             rows = self._read(MAIL_SQL, (address,)) if is_address(address) else []
             self._mail[address] = (int(rows[0][0]), bool(rows[0][1])) if rows else (0, False)
@@ -111,7 +112,7 @@ class HookContext:
 
     def pending_note(self, address: str) -> str | None:
         """The "you have mail" note for undelivered mail of ``address`` (never a body)."""
-        count = self._mail_of(address)[0]
+        count = self.mail_of(address)[0]
         if count == 0:
             return None
         from agent_link_core.envelope import pending_notice
@@ -120,7 +121,7 @@ class HookContext:
 
     def due_reminder_note(self, address: str, via: str) -> str | None:
         """Claim and describe the reminders due for ``address``, each number once across all processes; None when none is due."""
-        box = self.mailbox if self._mail_of(address)[1] else None
+        box = self.mailbox if self.mail_of(address)[1] else None
         if box is None:
             return None
         from agent_link_core.reminders import due_for
@@ -131,26 +132,6 @@ class HookContext:
             return None
         self.claimed += [(mid, n, address) for mid, n, _ in claimed.items]
         return claimed.text()
-
-    def stop_block_reason(self, address: str, via: str, stop_hook_active: bool) -> str | None:
-        """The reminder text to block a session's stop with, at most once per interval; never with ``stop_hook_active``
-        (the host already continues because of a block), so the loop always ends."""
-        box = self.mailbox if not stop_hook_active and self._mail_of(address)[1] else None
-        if box is None:
-            return None
-        due = box.due_reminders(address)
-        if not due or box.blocked_recently(address):
-            return None
-        from agent_link_core.errors import AgentLinkError
-
-        try:
-            if not box.claim_nudge_block(address, wait=False):
-                return None
-        except AgentLinkError as exc:
-            if exc.code != "state_busy":
-                raise
-            return None  # another process writes: this stop is not blocked, the next one tries again
-        return self.due_reminder_note(address, via)
 
     def heartbeat(self, host: str, event: str) -> None:
         """Leave a cheap trace that this hook ran: ``<state dir>/hooks/<host>-<event>.last`` holding epoch ms (host plugins' health reads it)."""

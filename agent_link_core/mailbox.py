@@ -668,23 +668,6 @@ class Mailbox:
             if cur.rowcount == 1:
                 self.record(conn, message_id, "reminder_unshown", now_ms(), to, {"n": n})
 
-    def claim_nudge_block(self, recipient: str, now: int | None = None, *, wait: bool = True) -> bool:
-        """Claim the one blocking nudge (a Stop-hook block) allowed per interval: False when ``recipient`` had one within the
-        interval (racing processes still produce one). ``wait`` False: ``state_busy`` at once while another holds the lock."""
-        now = now_ms() if now is None else now
-        with self.store.write(wait=wait) as conn:
-            if self.blocked_recently(recipient, now):
-                return False
-            cur = conn.execute("INSERT OR IGNORE INTO nudge_blocks (recipient, bucket, at) VALUES (?, ?, ?)",
-                               (recipient, now // self.config.reminder_interval_ms, now))
-            return cur.rowcount == 1
-
-    def blocked_recently(self, recipient: str, now: int | None = None) -> bool:
-        """True when a blocking nudge for ``recipient`` happened within one interval."""
-        now = now_ms() if now is None else now
-        return self.store.conn.execute("SELECT 1 FROM nudge_blocks WHERE recipient = ? AND at > ?",
-                                       (recipient, now - self.config.reminder_interval_ms)).fetchone() is not None
-
     def note_transition(self, row: sqlite3.Row, state: MessageState) -> None:
         """Record, once across all processes, that a message became unresolved or expired (the first reader to see it does)."""
         if state.status not in ("unresolved", "expired"):

@@ -97,12 +97,6 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             to_addr TEXT,
             PRIMARY KEY (message_id, n)
         );
-        CREATE TABLE nudge_blocks (
-            recipient TEXT NOT NULL,
-            bucket INTEGER NOT NULL,        -- floor(now / reminder interval)
-            at INTEGER NOT NULL,
-            PRIMARY KEY (recipient, bucket)
-        );
         """),
     Migration("core", 2, """
         CREATE TABLE contacts (

@@ -33,8 +33,8 @@ def handle(event, payload, ctx):
         reminders = ctx.due_reminder_note(address, "testhost-prompt")
         text = "\\n".join(t for t in (note, reminders) if t)
         return {"context": text} if text else None
-    if event == "Stop":
-        reason = ctx.stop_block_reason(address, "testhost-stop", bool(payload.get("active")))
+    if event == "Stop":  # a host that keeps a session going with a due reminder (as the claude plugin's Stop hook)
+        reason = ctx.due_reminder_note(address, "testhost-stop") if ctx.mail_of(address)[1] else None
         return {"block": reason} if reason else None
     if event == "Crash":
         raise RuntimeError("adapter bug")
@@ -175,18 +175,20 @@ def test_hook_imports_stay_light(adapter_path: Path) -> None:
         assert heavy not in modules, f"the hook path imported {heavy}"
 
 
-def test_reminders_and_stop_block_once(adapter_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mail_of_counts_undelivered_and_says_when_reminders_may_be_due(adapter_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_link_core import mailbox as mailbox_mod
 
-    box = seed(1)
+    box = seed(2)
     mid = box.open_for("test:bob", 1)[0]["id"]
+    assert HookContext(load_config()).mail_of("test:bob") == (2, False)
     box.mark_delivered(mid, "test-push")
     # Pretend the delivery happened 31 s ago so a reminder is due now.
     box.store.conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (mid,))
     ctx = HookContext(load_config())
-    reason = ctx.stop_block_reason("test:bob", "testhost-stop", False)
+    assert ctx.mail_of("test:bob") == (1, True) and ctx.mail_of("not an address") == (0, False)
+    reason = ctx.due_reminder_note("test:bob", "testhost-stop")
     assert reason and "1" in reason and "reply_agent_link_message" in reason
-    assert ctx.stop_block_reason("test:bob", "testhost-stop", True) is None  # no second block, no loop
+    assert ctx.due_reminder_note("test:bob", "testhost-stop") is None  # claimed once
     assert box.state(box.get_row(mid)).reminder_count == 1
     monkeypatch.setattr(mailbox_mod, "now_ms", lambda: 10**13)  # reminders are due there
     assert ctx.due_reminder_note("test:nobody", "x") is None

@@ -197,13 +197,6 @@ def test_fyi_has_no_status_and_no_reminders(box: Mailbox, clock: Clock) -> None:
     assert box.count_open("test:bob") == 0  # read fyi mail is no longer open
 
 
-def test_nudge_block_once_per_interval(box: Mailbox, clock: Clock) -> None:
-    assert box.claim_nudge_block("test:bob", clock.now)
-    assert not box.claim_nudge_block("test:bob", clock.now + INTERVAL - 1)
-    assert box.blocked_recently("test:bob", clock.now + INTERVAL - 1)
-    assert box.claim_nudge_block("test:bob", clock.now + INTERVAL)
-
-
 def test_idempotent_message_id(box: Mailbox) -> None:
     mid = new_message_id()
     first = OutgoingMessage(mid, ALICE, "test:bob", "test:bob", "same", "fyi", None, None)

@@ -10,7 +10,12 @@ AGENT_LINK_HOOKS = {"agent_link_claude.plugin": (
     "agent_link_register_prompt_hooks",
     "agent_link_register_settings",
     "agent_link_register_tools",
+    "agent_link_schema",
 )}
+
+#: the migrations (owner: versions) each entry module returns; their SQL is imported only
+#: when a database lacks one of them
+AGENT_LINK_SCHEMA = {"agent_link_claude.plugin": {"claude": (1,)}}
 
 #: the settings each entry module registers, read without importing it (docs/plugins.md,
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code

@@ -11,8 +11,8 @@ What each event prints (output shapes verified on Claude Code 2.1.197, docs/host
   delivered reply/action mail whose reminder is due (each reminder number is claimed once);
 * ``Stop`` -- ``{"decision": "block", "reason": <reminder>}`` when a reminder is due and this
   session was not blocked within the reminder interval. When ``stop_hook_active`` is true the
-  session is already continuing because of a block; the core's ``stop_block_reason`` never
-  blocks then, so a stop can never loop.
+  session is already continuing because of a block; :func:`agent_link_claude.stop.block_reason`
+  never blocks then, so a stop can never loop.
 
 Nothing is printed when nothing is due (Claude Code adds plain stdout of SessionStart and
 UserPromptSubmit hooks to the model's context, so silence is the only neutral answer). Notes
@@ -68,7 +68,8 @@ def handle(event: str, payload: dict[str, Any], ctx: HookContext) -> dict[str, A
             return None
         return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     if event == "Stop":
-        # the core never blocks while stop_hook_active is true, so a stop cannot loop
-        reason = ctx.stop_block_reason(address, VIA_STOP, payload.get("stop_hook_active") is True)
+        from agent_link_claude.stop import block_reason  # never blocks while stop_hook_active is true: no loop
+
+        reason = block_reason(ctx, address, VIA_STOP, payload.get("stop_hook_active") is True)
         return {"decision": "block", "reason": reason} if reason else None
     return None

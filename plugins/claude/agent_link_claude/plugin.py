@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from agent_link_core.records import PromptHook
     from agent_link_core.records import OutgoingMessage, SendContext
+    from agent_link_core.store import Migration
 
 SETTINGS = (
     Setting("AGENT_LINK_DISABLE_CHANNEL", "flag", False,
@@ -70,6 +71,14 @@ def agent_link_register_commands(cli: click.Group) -> None:
     uninstall_group(cli).add_command(command(
         "claude", "agent_link_claude.install:uninstall_claude",
         "Remove the agent-link Claude Code plugin (your messages stay in the state directory)."))
+
+
+@hookimpl
+def agent_link_schema() -> list[Migration]:
+    """``nudge_blocks``: the Stop hook's one block per interval (:mod:`agent_link_claude.stop`)."""
+    from agent_link_claude.stop import MIGRATIONS
+
+    return list(MIGRATIONS)
 
 
 @hookimpl

@@ -214,3 +214,24 @@ def test_hook_path_imports_no_heavy_modules(app: App) -> None:
     heavy, mine = json.loads(done.stderr.strip().splitlines()[-1])
     assert "peer message" in done.stdout
     assert heavy == [] and mine == ["agent_link_claude", "agent_link_claude.hook"]
+
+
+def test_stop_before_the_plugin_made_its_table_blocks_nothing(fake_claude) -> None:
+    """A database no process has opened with the claude plugin yet (made by the core alone) has no
+    ``nudge_blocks``: the Stop hook blocks nothing and fails nothing; the next App makes the table."""
+    fake_claude.write_transcript(A)
+    core_only = App.create(env={**os.environ, "AGENT_LINK_LOAD_PLUGINS": ""})
+    try:
+        mid = send(core_only)
+        core_only.mailbox.mark_delivered(mid, "inbox")
+        age(core_only, mid)
+        assert run("Stop", {"session_id": A}) is None
+    finally:
+        core_only.close()
+    app = App.create()
+    try:
+        out = run("Stop", {"session_id": A})
+        assert out is not None and out["decision"] == "block"
+        assert app.store.conn.execute("SELECT COUNT(*) FROM nudge_blocks").fetchone()[0] == 1
+    finally:
+        app.close()
