@@ -340,18 +340,17 @@ class Directory:
         return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
-        """Turn a CLI target into a recipient address: a contact alias, an address, a form a plugin resolves
-        (``agent_link_resolve_address``), else a bare id found by a complete scan of every harness (else refused).
+        """Turn a CLI target into a recipient address: an address, a form a plugin resolves (``agent_link_resolve_address``:
+        a contact alias of the listings plugin, ``role:<name>`` ...), else a bare id found by a complete scan of every
+        harness (else refused).
 
         :raises AgentLinkError: ``invalid_arguments`` (longer than :data:`MAX_TARGET_CHARS`), ``not_found``, ``ambiguous``,
             ``archived``, or ``<harness>_unavailable`` when a scan was incomplete.
         """
         target = target.strip()
+        target.encode()  # UnicodeEncodeError for an argument that is not UTF-8: a usage error (cli_run.guarded), before plugins see it
         if len(target) > MAX_TARGET_CHARS:  # as message_agent's to
             raise invalid_arguments([{"path": "to", "rule": "maxLength", "expected": f"at most {MAX_TARGET_CHARS} characters"}])
-        contact = self.store.conn.execute("SELECT address FROM contacts WHERE alias = ?", (target.lower(),)).fetchone()
-        if contact is not None:
-            return contact["address"]
         if is_address(target):
             return (await self.target_address(target, caller))[0]
         routed = await self.hooks.acall("agent_link_resolve_address", address=target, caller_address=caller.address)

@@ -98,17 +98,7 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (message_id, n)
         );
         """),
-    Migration("core", 2, """
-        CREATE TABLE contacts (
-            alias TEXT PRIMARY KEY,         -- trimmed, lower case
-            address TEXT NOT NULL UNIQUE,   -- one alias per session
-            project TEXT,
-            label TEXT,
-            last_seen INTEGER,              -- epoch ms
-            created_at INTEGER NOT NULL
-        );
-        """),
-    Migration("core", 3, """
+    Migration("core", 3, """  -- (2 made the contacts table, now the listings plugin's: databases keep theirs)
         CREATE TABLE status_transitions (
             message_id TEXT NOT NULL REFERENCES messages (id),
             status TEXT NOT NULL,           -- unresolved | expired

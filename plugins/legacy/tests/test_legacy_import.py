@@ -159,7 +159,8 @@ class BrokenPlugin:
         register(Broken())
 
 
-def test_a_failing_importer_harms_only_itself(isolated_env: Path) -> None:
+def test_a_failing_importer_harms_only_itself(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "legacy listings")  # Broken writes a contact: listings owns the table
     original_mailbox(isolated_env)
     (isolated_env / "broken.jsonl").write_text("{}\n")
     app = App.create(extra_plugins=(("brokenplug", BrokenPlugin()),))

@@ -23,6 +23,12 @@ from agent_link_testing.legacy_files import T0, message, state, write_lines
 M1, M2 = "01HF0000000000000000000001", "01HF0000000000000000000002"
 
 
+@pytest.fixture(autouse=True)
+def with_contacts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The importers below write a contact: the listings plugin owns that table."""
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "legacy listings")
+
+
 def mailbox(state_dir: Path) -> Path:
     return write_lines(state_dir / "mailbox.jsonl", [
         message(M1, "team:alice", "team:bob", "one"), message(M2, "team:alice", "team:bob", "two", at=T0 + 1)])

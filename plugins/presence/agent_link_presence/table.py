@@ -98,7 +98,8 @@ def known_addresses(store: Store) -> list[str]:
     """Every address agent-link has seen: served ones, contacts, and mail participants."""
     conn = store.conn
     found = {r[0] for r in conn.execute("SELECT address FROM presence")}
-    found |= {r[0] for r in conn.execute("SELECT address FROM contacts")}
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'contacts'").fetchone():  # the listings plugin's
+        found |= {r[0] for r in conn.execute("SELECT address FROM contacts")}
     # one index seek per distinct sender (messages_from), not a scan of every message
     found |= {r[0] for r in conn.execute(
         "WITH RECURSIVE senders(a) AS (SELECT min(from_addr) FROM messages UNION ALL"
