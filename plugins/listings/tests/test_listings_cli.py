@@ -286,3 +286,22 @@ def test_an_unreachable_sources_words_are_escaped(capsys: pytest.CaptureFixture[
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["agent-link: codex: not fully listed (app_server\\u{0007}: said \\u{001B}]0;x\\u{0007}\\u{202E}evil\\u{000A}forged)",
                      "agent-link: codex endpoint ws\\u{202E}1 (env\\u{001B}[2J) is unreachable"]
+
+
+def test_contacts_an_earlier_core_kept_stay_and_name_their_sessions(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before this plugin owned it, the core made the ``contacts`` table (its migration 2): such a
+    database keeps its contacts, and their aliases still name targets, once this plugin opens it."""
+    import sqlite3
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    assert run_core("inbox", "--as", "team:bob").returncode == 0  # the database, made by the core alone
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "listings")
+    db = sqlite3.connect(isolated_env / "agent-link.db", isolation_level=None)
+    with db:  # what the earlier core's migration 2 left
+        db.execute("CREATE TABLE contacts (alias TEXT PRIMARY KEY, address TEXT NOT NULL UNIQUE, project TEXT, label TEXT,"
+                   " last_seen INTEGER, created_at INTEGER NOT NULL)")
+        db.execute("INSERT INTO contacts (alias, address, created_at) VALUES ('bob', 'team:bob', 1)")
+        db.execute("INSERT INTO schema_migrations (owner, version, applied_at) VALUES ('core', 2, 1)")
+    db.close()
+    assert json.loads(run("contacts", "list", "--json").stdout)["contacts"][0]["address"] == "team:bob"
+    assert send_json("bob", "hello", "--from", "team:alice")["to"] == "team:bob"
