@@ -427,10 +427,6 @@ class Hooks:
         self.boundary.fault(call.answers[-1][0], "agent_link_push_notice", f"answered {what}; expected None or a text of at most {limit} bytes")
         return None
 
-    def waits(self) -> bool:
-        """Whether a plugin waits for answers (implements ``agent_link_wait_for_reply``)."""
-        return bool(self._declared.impls("agent_link_wait_for_reply"))
-
     async def wait_for_reply(self, caller: Caller, message_id: str, *, timeout_ms: int, poll_ms: int = 1000,
                              progress: Any = None, mark: bool = True) -> dict[str, Any] | None:
         """The waits plugin's wait for the resolution of ``message_id`` (``agent_link_wait_for_reply``), or None when no
