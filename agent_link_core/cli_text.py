@@ -82,8 +82,8 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
         line = said + (f" {words(own_hint)}" if own_hint else "")
     else:
         line = f"{said} {listed}" if said else listed
-    where = command_path or command
-    return _one_line(f"agent-link: {line}" + (f" See `agent-link {where} --help`." if where else ""))
+    where = command_path or command  # said as click says a usage error (cli_run.usage_line): one form for both
+    return _one_line(f"agent-link {where}: {line} (see 'agent-link {where} --help')" if where else f"agent-link: {line}")
 
 
 def _one_line(text: str) -> str:

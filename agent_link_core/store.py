@@ -98,7 +98,8 @@ CORE_MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (message_id, n)
         );
         """),
-    Migration("core", 3, """  -- (2 made the contacts table, now the listings plugin's: databases keep theirs)
+    # (core 2 made the contacts table, now the listings plugin's: databases keep theirs)
+    Migration("core", 3, """
         CREATE TABLE status_transitions (
             message_id TEXT NOT NULL REFERENCES messages (id),
             status TEXT NOT NULL,           -- unresolved | expired

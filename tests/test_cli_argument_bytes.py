@@ -49,4 +49,5 @@ def test_a_file_name_that_is_not_utf8_is_read(tmp_path: Path) -> None:
 def test_a_huge_target_is_refused_in_one_short_line(args: tuple[bytes, ...]) -> None:
     done = run(*args)
     assert done.returncode == 2, done.stderr[:300]
-    assert done.stderr.startswith(b"agent-link: TARGET: expected at most 1000 characters") and len(done.stderr) < 300, done.stderr[:300]
+    command = b" ".join(args[:2] if args[0] == b"contacts" else args[:1])
+    assert done.stderr.startswith(b"agent-link " + command + b": TARGET: expected at most 1000 characters") and len(done.stderr) < 300, done.stderr[:300]

@@ -131,7 +131,7 @@ def test_bad_input_gets_one_line_never_a_traceback() -> None:
 def test_errors_speak_the_cli_language() -> None:
     date = run("send", "team:bob", "x", "--from", "team:alice", "--reply-by", "tomorrow")
     assert date.returncode == 2
-    assert date.stderr.startswith("agent-link: --reply-by: expected ISO 8601") and "replyBy" not in date.stderr
+    assert date.stderr.startswith("agent-link send: --reply-by: expected ISO 8601") and "replyBy" not in date.stderr
     assert "fyi" not in date.stderr  # the format is the first thing to fix, not the labels
     upper = run("send", "Team:bob", "x", "--from", "team:alice")
     assert upper.returncode == 2 and "harness names are lower case" in upper.stderr and "team:bob" in upper.stderr
@@ -151,7 +151,7 @@ def test_errors_speak_the_cli_language() -> None:
     assert "--message-id" in bad_id.stderr and "messageId" not in bad_id.stderr
     mid = send_json("team:bob", "question", "--from", "team:alice", "--anticipation", "reply")["messageId"]
     empty = run("reply", mid, "--from", "team:bob")
-    assert empty.returncode == 2 and "agent-link: TEXT: expected" in empty.stderr
+    assert empty.returncode == 2 and "agent-link reply: TEXT: expected" in empty.stderr
 
 
 def test_body_from_stdin_and_file_within_the_limit(tmp_path: Path) -> None:
@@ -425,7 +425,7 @@ def test_inbox_all_says_when_its_listing_was_cut() -> None:
     assert run("inbox", "--as", "team:bob", "--before", page["nextBefore"]).returncode == 2
     unknown = run("inbox", "--as", "team:bob", "--all", "--before", "01HZY8D3J5Q7K9M2N4P6R8T0VW")
     assert unknown.returncode == 1 and "01HZY8D3J5Q7K9M2N4P6R8T0VW" in unknown.stderr
-    assert said_text(run("inbox", "--as", "team:bob", "--all", "--before", "nonsense").stderr).startswith("agent-link: --before: expected")
+    assert said_text(run("inbox", "--as", "team:bob", "--all", "--before", "nonsense").stderr).startswith("agent-link inbox: --before: expected")
     theirs = json.loads(run("send", "team:carol", "not bob's", "--from", "team:dan", "--json").stdout)["messageId"]
     refused = run("inbox", "--as", "team:bob", "--all", "--before", theirs)
     assert refused.returncode == 1 and "not bob's" not in refused.stdout + refused.stderr

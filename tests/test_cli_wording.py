@@ -81,8 +81,8 @@ def test_a_commands_own_names_replace_its_tools_argument_names() -> None:
                              {"path": "paths.1", "rule": "empty", "expected": "a path"}, {"path": "holder", "rule": "x", "expected": "an address"}],
                             "No default root; pass projectRoot.")
     own = error_line(exc, "lease", names={"projectRoot": "--project-root", "paths": "PATH"})
-    assert own == ("agent-link: No default root; pass --project-root. --project-root: expected a root; PATH #2: expected a path;"
-                   " --holder: expected an address. See `agent-link lease --help`.")
+    assert own == ("agent-link lease: No default root; pass --project-root. --project-root: expected a root; PATH #2: expected a path;"
+                   " --holder: expected an address. (see 'agent-link lease --help')")
     assert "--paths.1: expected" in error_line(exc, "lease") and "pass projectRoot." in error_line(exc, "lease")
 
 
@@ -92,10 +92,10 @@ def test_an_error_is_said_once_and_names_variables_as_variables() -> None:
     said = invalid_arguments([{"path": "projectRoot", "rule": "required", "expected": "an absolute project root"}],
                              "/tmp is in no git repository; pass projectRoot.")
     line = error_line(said, "lease", names={"projectRoot": "--project-root"})
-    assert line == "agent-link: /tmp is in no git repository; pass --project-root. See `agent-link lease --help`."
+    assert line == "agent-link lease: /tmp is in no git repository; pass --project-root. (see 'agent-link lease --help')"
     unnamed = invalid_arguments([{"path": "to", "rule": "self", "expected": "another agent's address"}], "team:a is your own address.")
-    assert error_line(unnamed, "send") == ("agent-link: team:a is your own address. TARGET: expected another agent's address. "
-                                           "See `agent-link send --help`.")
+    assert error_line(unnamed, "send") == ("agent-link send: team:a is your own address. TARGET: expected another agent's address. "
+                                           "(see 'agent-link send --help')")
     variable = invalid_arguments([{"path": "AGENT_LINK_WEB_USER", "rule": "pattern", "expected": "1-128 of A-Z"}], "'A B' is no name.")
     assert "AGENT_LINK_WEB_USER: expected" in error_line(variable, "web") and "--AGENT_LINK" not in error_line(variable, "web")
 

@@ -108,7 +108,7 @@ class ToolSpec:
 def _validator_class() -> Any:
     """Draft 2020-12 with ``pattern`` read as JSON Schema defines it, an ECMA-262 regular expression, whose ``$`` (no
     multiline flag) matches only at the end of the string; Python's ``$`` also matches before a final line break, so
-    ``"all\n"`` passed ``^(all|...)$``."""
+    ``"all\\n"`` passed ``^(all|...)$``."""
     from jsonschema import Draft202012Validator, ValidationError, validators
 
     def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
