@@ -103,7 +103,7 @@ def agent_link_schema() -> list[Migration] | None:
 @hookspec(firstresult=True, refuses=True, awaitable=True)
 def agent_link_resolve_address(address: str, caller_address: str, app: App) -> dict[str, Any] | None:
     """Resolve an indirect address (such as ``role:<name>``) to the agent that receives it. Called by a send or
-    resolve_agent for an address whose scheme no harness owns.
+    resolve_agent for an address whose scheme no harness owns, and by a CLI target that is no address (a contact alias).
 
     :param address: an address whose scheme no harness owns, or another target form.
     :param caller_address: the sender (``external`` when unknown).
