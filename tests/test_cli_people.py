@@ -272,6 +272,9 @@ def test_human_mail_is_safe_for_a_terminal_and_machine_forms_stay() -> None:
     assert "No open messages" in run("inbox", "--as", "team:bob").stdout
     everything = json.loads(run("inbox", "--as", "team:bob", "--all", "--json").stdout)
     assert [m["id"] for m in everything["messages"]] == [mid] and everything["messages"][0]["status"] == "replied"
+    # a listing, not a read: none of a read's paging fields
+    assert sorted(everything) == ["address", "markedDelivered", "messages", "nextBefore", "openCount", "remainingCount",
+                                  "renderedBlock", "version"]
 
 
 def test_require_delivered_has_its_own_exit_code() -> None:  # wait's and send --wait's: plugins/waits/tests
