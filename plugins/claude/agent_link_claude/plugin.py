@@ -76,9 +76,10 @@ def agent_link_register_commands(cli: click.Group) -> None:
 @hookimpl
 def agent_link_schema() -> list[Migration]:
     """``nudge_blocks``: the Stop hook's one block per interval (:mod:`agent_link_claude.stop`)."""
-    from agent_link_claude.stop import MIGRATIONS
+    from agent_link_claude.stop import NUDGE_BLOCKS_SQL
+    from agent_link_core.store import Migration
 
-    return list(MIGRATIONS)
+    return [Migration("claude", 1, NUDGE_BLOCKS_SQL)]
 
 
 @hookimpl

@@ -197,23 +197,27 @@ def test_launcher_prefers_agent_link_bin(tmp_path: Path) -> None:
     assert done.stdout.strip() == "fake --version"
 
 
-def test_hook_path_imports_no_heavy_modules(app: App) -> None:
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "Stop"])
+def test_hook_path_imports_no_heavy_modules(app: App, event: str) -> None:
+    """Undelivered mail only (no reminder can be due): a prompt's note and a stop are reads through sqlite3's C module,
+    with neither the store nor the sqlite3 package (which imports datetime)."""
     send(app)
     code = (
         "import sys, io, json\n"
-        "sys.stdin = io.StringIO(json.dumps({'session_id': %r, 'hook_event_name': 'UserPromptSubmit'}))\n"
+        "sys.stdin = io.StringIO(json.dumps({'session_id': %r, 'hook_event_name': %r}))\n"
         "from agent_link_core.hook import main\n"
-        "main(['claude', 'UserPromptSubmit'])\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'pydantic', 'click', 'pluggy', 'anyio', 'jsonschema'))\n"
+        "main(['claude', %r])\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'pydantic', 'click', 'pluggy', 'anyio', 'jsonschema',"
+        " 'sqlite3') or m == 'agent_link_core.store')\n"
         "mine = sorted(m for m in sys.modules if m.startswith('agent_link_claude'))\n"
         "print(json.dumps([heavy, mine]), file=sys.stderr)\n"
-    ) % A
+    ) % (A, event, event)
     # the first run after plugins change builds the prompt-hook registry through pluggy
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     heavy, mine = json.loads(done.stderr.strip().splitlines()[-1])
-    assert "peer message" in done.stdout
-    assert heavy == [] and mine == ["agent_link_claude", "agent_link_claude.hook"]
+    assert ("peer message" in done.stdout) is (event == "UserPromptSubmit")
+    assert heavy == [] and mine == ["agent_link_claude", "agent_link_claude.hook", *(["agent_link_claude.stop"] if event == "Stop" else [])]
 
 
 def test_stop_before_the_plugin_made_its_table_blocks_nothing(fake_claude) -> None:
