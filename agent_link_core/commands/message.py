@@ -14,15 +14,14 @@ from agent_link_core.cli_run import (ENVELOPE, FROM, JSON, NDJSON, READER_FROM, 
     option("--file", "file", kind="file", help="Read the text from this file (at most 64 KiB)."),
     option("--decline", flag=True, help="Decline it; TEXT is the reason."),
     option("--done", flag=True, help="Mark it done; TEXT is an optional note."),
-    option("--envelope", "envelope_format", kind="choice", choices=("agent-link", "intercom-v2"), default="agent-link",
-           show_default=True, help="What the original sender's model reads (intercom-v2: for harnesses that support it)."),
     FROM, JSON, NDJSON)
 def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline: bool, done: bool,
-          envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
+          from_address: str | None, as_json: bool, ndjson: bool, **named: Any) -> None:
     """Answer MESSAGE_ID, a message addressed to the current session; the answer goes back to its sender. TEXT `-` reads stdin."""
     if decline and done:
         usage_error("choose one of --decline and --done")
     kind = "decline" if decline else "done" if done else "reply"
+    envelope_format = named.pop("envelope_format", "agent-link")  # a plugin's --envelope (send's says more)
     body = message_text(text, file) if (text is not None or file is not None) else None
     app = get_app(ctx)
     me = who_am_i(app, from_address, named)

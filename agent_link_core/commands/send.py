@@ -40,24 +40,23 @@ if TYPE_CHECKING:
     option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check)."),
     option("--from-project", help="The sender's project name (stored with the message)."),
     option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message)."),
-    option("--envelope", "envelope_format", kind="choice", choices=("agent-link", "intercom-v2"), default="agent-link",
-           show_default=True, help="What the recipient's model reads: agent-link's envelope, or agent-session-intercom's v2"
-           " text (for harnesses that support it)."),
     FROM, JSON, NDJSON)
 def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
          reply_by: str | None, anticipation: str | None, retry_count: int,
          retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
          require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
-         envelope_format: str, from_address: str | None, as_json: bool, ndjson: bool, then: Any = None, **named: Any) -> None:
+         from_address: str | None, as_json: bool, ndjson: bool, then: Any = None, **named: Any) -> None:
     """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
     understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
 
     The outcome is exactly one of delivered, accepted (the host took it and shows it
     later; never pushed again), queued, rejected, unknown.
     """
-    # ``then``: a plugin option's part of the send (--wait: SendWait, plugins/waits/agent_link_waits/cli.py, has its methods)
+    # ``then``: a plugin option's part of the send (--wait: SendWait, plugins/waits/agent_link_waits/cli.py, has its methods);
+    # ``envelope_format``: a plugin's --envelope (``agent-link``: the core's own envelope)
     from agent_link_core.cli_text import address_error, cli_words
 
+    envelope_format = named.pop("envelope_format", "agent-link")
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")

@@ -130,9 +130,11 @@ def agent_link_on_event(event: Any, app: App) -> None:
 
 @hookimpl(trylast=True)  # after the listings plugin adds `sessions`, which gets --socket
 def agent_link_register_commands(cli: click.Group) -> None:
-    """``agent-link endpoints add|list|remove``, ``--socket PATH`` on ``sessions`` and ``send``, and
+    """``agent-link endpoints add|list|remove``, ``--socket PATH`` on ``sessions`` and ``send``, ``--envelope`` on
+    ``send`` and ``reply`` (:mod:`agent_link_codex.envelope_option`), and
     ``agent-link install codex`` / ``uninstall codex`` (:mod:`agent_link_codex.install`); ``--socket``
     is :mod:`agent_link_codex.socket_option`."""
+    from agent_link_codex.envelope_option import add_envelope_option
     from agent_link_codex.socket_option import add_socket_option
     from agent_link_core.contribute import command
     from agent_link_hostkit.host_install import install_group, uninstall_group
@@ -146,6 +148,7 @@ def agent_link_register_commands(cli: click.Group) -> None:
         "codex", "agent_link_codex.install:uninstall_codex",
         "Remove the agent-link Codex plugin (your messages stay in the state directory)."))
     add_socket_option(cli)
+    add_envelope_option(cli)
 
 
 @hookimpl

@@ -117,3 +117,17 @@ def test_dispatch_errors_are_classified_for_retries() -> None:
     assert classify_dispatch_error(AgentLinkError("upstream_error", "x", {"rpcCode": -32001})) == "retryable"
     assert classify_dispatch_error(AgentLinkError("codex_unavailable", "x", {"reason": "request-timeout"})) == "unknown"
     assert classify_dispatch_error(AgentLinkError("not_found", "x")) == "rejected"
+
+
+def test_the_envelope_option_is_the_codex_plugins(isolated_env: Any) -> None:
+    """``--envelope`` on ``send`` and ``reply`` comes with the codex plugin (before ``--from``); the core has none."""
+    from agent_link_testing.cli_runner import invoke
+
+    for command in ("send", "reply"):
+        shown = invoke(command, "--help").stdout
+        assert "--envelope [agent-link|intercom-v2]" in shown and shown.index("--envelope") < shown.index("  --from ")
+        assert "--envelope" not in invoke(command, "--help", env={"AGENT_LINK_DISABLE_PLUGINS": "codex"}).stdout
+    refused = invoke("send", "team:bob", "hi", "--envelope", "intercom-v2", "--from", "team:me")
+    assert refused.exit_code == 2 and "intercom-v2" in refused.stderr  # no harness of team:bob shows it: nothing stored
+    sent = invoke("send", "team:bob", "hi", "--envelope", "agent-link", "--from", "team:me", "--json")
+    assert sent.exit_code == 0 and json.loads(sent.stdout)["outcome"] == "queued"
