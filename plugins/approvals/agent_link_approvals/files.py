@@ -186,7 +186,11 @@ def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
     if that is not the file it read, still holding exactly the bytes planned from (another
     process replaced the file, or wrote into it, in the moment between), the displaced file is
     swapped back. Either way, a file that changed starts a new round on the new content; one
-    that keeps changing for ``attempts`` rounds is left as the other process made it.
+    that keeps changing for ``attempts`` rounds is left as the other process made it. One race
+    remains (no file system swaps a path only if it still names a given file): a writer without
+    a lock that replaces the file just before the swap, then reads agent-link's version and
+    replaces it again before the swap back, has that last version kept beside the file as
+    ``<name>.agent-link-<stamp>.concurrent`` (:func:`_keep_if_not`), never deleted.
 
     :param plan: ``plan(current bytes or None) -> new bytes``, or None when nothing needs to
         change; may raise (e.g. :class:`ConfigFileError` for a malformed file), which ends

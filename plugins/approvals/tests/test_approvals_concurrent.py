@@ -277,8 +277,9 @@ def _tools() -> list[ToolInfo]:
 @pytest.mark.parametrize("host", ["codex", "claude"])
 def test_a_real_concurrent_writer_loses_nothing(tmp_path: Path, host: str) -> None:
     """A writer process edits the file 300 times while applies run (each with a new plugin id,
-    so each has something to add): every edit of the writer is in the file at the end, and
-    every apply either wrote its change or refused."""
+    so each has something to add): every edit of the writer is in the file at the end (or, for
+    a writer that replaces the file, in a version kept beside it), and every apply either wrote
+    its change or refused."""
     count = 300
     if host == "codex":
         path = tmp_path / "config.toml"
@@ -313,11 +314,17 @@ def test_a_real_concurrent_writer_loses_nothing(tmp_path: Path, host: str) -> No
         data = tomllib.loads(text)
         written = [i for i, o in enumerate(outcomes, 1) if o == "written"]
         assert all(f"p{i}@m" in data["plugins"] for i in written)
+        assert [p for p in leftovers(tmp_path) if not p.endswith(".bak")] == []
     else:
-        data = json.loads(text)
-        assert {k for k in data if k.startswith("w")} == {f"w{i}" for i in range(count)}
+        # A writer that replaces the file without a lock (as Claude Code does) can, once in many thousand rounds on a
+        # loaded machine, replace it just before the swap and read agent-link's version in the moment before agent-link
+        # swaps the writer's file back; no file system offers a compare-and-swap of a path. That writer's next version
+        # is then kept beside the file as ``.concurrent`` (files._keep_if_not), never deleted: every edit is in one.
+        kept = [json.loads(p.read_text()) for p in tmp_path.iterdir() if p.name.endswith(".concurrent")]
+        found = {k for d in (json.loads(text), *kept) for k in d if k.startswith("w")}
+        assert found == {f"w{i}" for i in range(count)}
+        assert [p for p in leftovers(tmp_path) if not p.endswith((".bak", ".concurrent"))] == []
     assert outcomes and "nothing" not in outcomes
-    assert [p for p in leftovers(tmp_path) if not p.endswith(".bak")] == []
 
 
 APPLIER = r"""
