@@ -157,6 +157,8 @@ def _print_apply(r: dict[str, Any], verb: str) -> None:
         click.echo("  nothing to add")
     for edit in r.get("byHand", []):
         click.echo(f"  BY HAND: the file already has {edit['table']}; add `{edit['add']}` under it")
+    for kept in r.get("keptBeside", []):  # another program's version, written in the moment agent-link swapped
+        click.echo(f"  BY HAND: another program rewrote the file as agent-link wrote it; its version is kept as {kept}: merge it")
 
 
 def _print_claude(r: dict[str, Any], apply: bool = False) -> None:

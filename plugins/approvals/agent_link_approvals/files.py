@@ -26,7 +26,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 NEW_FILE_MODE = 0o600
@@ -164,12 +164,15 @@ class Update:
         or there was no file).
     :param attempts: how many read-plan-write rounds it took (more than one: the file changed
         under agent-link and the change was planned again on top of the new content).
+    :param kept: another writer's versions kept beside the file (:func:`_keep_if_not`): not in
+        it, to be merged by hand.
     """
 
     base: bytes | None
     written: bool
     backup: Path | None
     attempts: int
+    kept: list[Path] = field(default_factory=list)
 
 
 def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
@@ -199,6 +202,7 @@ def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
     :raises OSError: the directory is not writable, the disk is full, ...; the original is
         then untouched (leftover temporary files are removed).
     """
+    kept: list[Path] = []
     for attempt in range(1, attempts + 1):
         target = Path(os.path.realpath(path))
         try:
@@ -216,19 +220,20 @@ def update_file(path: Path, plan: Callable[[bytes | None], bytes | None], *,
             base = _read_fd(held) if held is not None else None
             new = plan(base)
             if new is None or new == base:
-                return Update(base, False, None, attempt)
+                return Update(base, False, None, attempt, kept)
             if base is not None and st is not None and held is not None and new.startswith(base):
                 swapped, backup = _append_in_place(target, new[len(base):], base, held, st)
             else:
-                swapped, backup = _swap_in(target, new, base, held, st)
+                swapped, backup = _swap_in(target, new, base, held, st, kept)
         finally:
             if held is not None:
                 os.close(held)
         if swapped:
-            return Update(base, True, backup, attempt)
+            return Update(base, True, backup, attempt, kept)
     tries = f" ({attempts} tries)" if attempts > 1 else ""
+    beside = f" Another version was kept beside it, to merge by hand: {', '.join(map(str, kept))}." if kept else ""
     raise ChangedWhileApplying(f"{path} changed while agent-link was applying{tries}; agent-link's change was "
-                               "not written and the other change was kept. Run it again.")
+                               f"not written and the other change was kept. Run it again.{beside}")
 
 
 def _write_backup(target: Path, base: bytes, mode: int) -> Path:
@@ -294,9 +299,10 @@ def _append_in_place(target: Path, suffix: bytes, base: bytes, held: int,
 
 
 def _swap_in(target: Path, new: bytes, base: bytes | None, held: int | None,
-             st: os.stat_result | None) -> tuple[bool, Path | None]:
+             st: os.stat_result | None, kept: list[Path]) -> tuple[bool, Path | None]:
     """One round of :func:`update_file`: ``(True, backup)`` once ``new`` is in place, ``(False,
-    None)`` when the file changed under us (it is then as the other process left it)."""
+    None)`` when the file changed under us (it is then as the other process left it); a version
+    kept beside the file is added to ``kept``."""
     mode = stat.S_IMODE(st.st_mode) if st is not None else NEW_FILE_MODE
     backup = _write_backup(target, base, mode) if st is not None and base is not None else None
     tmp: Path | None = None
@@ -325,7 +331,7 @@ def _swap_in(target: Path, new: bytes, base: bytes | None, held: int | None,
                 swapped = _displaced_is(tmp, held, base)
                 if not swapped:
                     _exchange(tmp, target)  # put the other process's file back
-                    _keep_if_not(tmp, new, target)
+                    _keep_if_not(tmp, new, target, kept)
             else:  # no exchange on this system: rename, then undo if the old file changed
                 os.replace(tmp, target)
                 swapped = _read_fd(held) == base
@@ -360,11 +366,13 @@ def _displaced_is(displaced: Path, held: int, base: bytes | None) -> bool:
     return _read_fd(held) == base
 
 
-def _keep_if_not(path: Path, ours: bytes, target: Path) -> None:
+def _keep_if_not(path: Path, ours: bytes, target: Path, kept: list[Path]) -> None:
     """After swapping back, ``path`` should hold our bytes again; if a third writer put its own
-    file at ``target`` in the moment between, keep that one beside the config (never delete it)."""
+    file at ``target`` in the moment between, keep that one beside the config (never delete it)
+    and add it to ``kept``."""
     if _current(path) != ours:
-        os.replace(path, target.with_name(f"{target.name}.agent-link-{_stamp()}.concurrent"))
+        kept.append(target.with_name(f"{target.name}.agent-link-{_stamp()}.concurrent"))
+        os.replace(path, kept[-1])
 
 
 def _restore(target: Path, ours: bytes, theirs: bytes, mode: int) -> None:

@@ -117,6 +117,7 @@ def apply_codex(path: Path, tools: list[ToolInfo], plugin: HostPlugin, *, all_to
         appended=_toml(step.appended), byHand=[{"table": t, "add": line} for t, line in step.by_hand],
         diff=unified_diff(path, step.old_text, step.new_text) if step.changed else "",
         dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None,
+        keptBeside=[str(k) for k in done.kept],
     )
     return CodexOutcome(report, report["complete"], after, step)
 
@@ -184,7 +185,8 @@ def apply_claude(path: Path, tools: list[ToolInfo], plugin: HostPlugin, *, all_t
     rules = planned["rules"]
     outcome = check_claude([planned["settings"]], tools, plugin, all_tools=all_tools)
     outcome.report.update(added=list(rules), diff=unified_diff(path, planned["old"], planned["new"]) if rules else "",
-                          dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None)
+                          dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None,
+                          keptBeside=[str(k) for k in done.kept])
     return outcome
 
 
@@ -266,5 +268,6 @@ def apply_opencode(layers: list[opencode_layers.Layer], target: int, tools: list
     report = result.to_dict()
     report.update(added=list(planned["keys"]), addedToAgents=planned["agent_keys"],
                   diff=unified_diff(path, planned["old"], planned["new"]) if planned["change"] else "",
-                  dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None)
+                  dryRun=dry_run, written=done.written, backup=str(done.backup) if done.backup else None,
+                  keptBeside=[str(k) for k in done.kept])
     return OpencodeOutcome(report, result.complete, result)

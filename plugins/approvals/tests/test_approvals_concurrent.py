@@ -104,6 +104,39 @@ def test_a_replacement_at_the_moment_of_the_swap_is_swapped_back(tmp_path: Path,
     assert len(calls) == 3  # swap, swap back, swap again
 
 
+def race_the_swap(monkeypatch: pytest.MonkeyPatch, scratch: Path) -> None:
+    """The race no file system closes: a writer without a lock replaces the file just before agent-link's swap
+    (``{"w0": 0}``), then reads agent-link's version and replaces it again before the swap back (adding ``w1``)."""
+    real_exchange = files._exchange
+    calls: list[int] = []
+
+    def exchange(a: Path, b: Path) -> bool:
+        if not calls:
+            (scratch / "w.tmp").write_text('{"w0": 0}\n')
+            os.replace(scratch / "w.tmp", b)
+        swapped = real_exchange(a, b)
+        if not calls:
+            (scratch / "w.tmp").write_text(json.dumps({**json.loads(b.read_text()), "w1": 1}))
+            os.replace(scratch / "w.tmp", b)
+        calls.append(1)
+        return swapped
+
+    monkeypatch.setattr(files, "_exchange", exchange)
+
+
+def test_a_version_written_over_agent_links_between_swap_and_swap_back_is_kept_and_said(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """:func:`race_the_swap`: the writer's first version goes back in place, its second is kept beside the file, and
+    the update says where."""
+    path = tmp_path / "settings.json"
+    path.write_text("{}\n")
+    race_the_swap(monkeypatch, tmp_path)
+    done = update_file(path, add_ours)
+    assert json.loads(path.read_text()) == {"w0": 0, "ours": 1} and done.written
+    [kept] = done.kept
+    assert kept.name.endswith(".concurrent") and json.loads(kept.read_text()) == {"ours": 1, "w1": 1}
+
+
 def test_a_write_into_the_old_file_right_after_the_swap_is_swapped_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A process that opened the config before the swap writes into it right after: the line
     would land in the file agent-link displaced and be lost (a change that replaces the file)."""
@@ -230,6 +263,20 @@ def test_apply_cli_keeps_an_edit_made_while_it_writes(run: Run, tmp_path: Path, 
     assert "# added by Codex meanwhile\n[profiles.fast]\nmodel = \"o9\"\n" in text
     assert tomllib.loads(text)["profiles"]["fast"]["model"] == "o9"
     assert "model = \"o9\"" in data["diff"]  # the diff shown is the one written, on top of the edit
+
+
+def test_apply_cli_says_where_a_version_written_over_its_own_was_kept(run: Run, tmp_path: Path, fake_tools: list[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text("{}\n")
+    race_the_swap(monkeypatch, tmp_path)
+    data = json.loads(run("approvals", "apply", "--claude-settings", settings, "--json").stdout)["claude"]
+    [kept] = data["keptBeside"]
+    assert kept.endswith(".concurrent") and json.loads(Path(kept).read_text())["w1"] == 1
+    (tmp_path / "again.json").write_text("{}\n")
+    race_the_swap(monkeypatch, tmp_path)
+    said = run("approvals", "apply", "--claude-settings", tmp_path / "again.json").stdout
+    assert "another program rewrote the file as agent-link wrote it; its version is kept as" in said and ".concurrent: merge it" in said
 
 
 def test_apply_cli_refuses_a_file_that_keeps_changing_also_in_json(run: Run, tmp_path: Path, fake_tools: list[str],
