@@ -1,9 +1,10 @@
-"""The plugin guide's hook table is the plugin manager's hooks (names and arguments in order),
-no other document keeps a hook table of its own, and ``agent-link plugins --json`` lists each
-plugin's hooks with their timings."""
+"""The plugin guide's hook table is the plugin manager's hooks (names and arguments in order), each
+row links a real implementation, no other document keeps a hook table of its own, and
+``agent-link plugins --json`` lists each plugin's hooks with their timings."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
@@ -22,7 +23,7 @@ from agent_link_core.app import App
 from agent_link_core.records import Event
 
 REPO = Path(__file__).resolve().parents[1]
-HEADER = "| hook | called | answer | on failure |"
+HEADER = "| hook | called | answer | on failure | example |"
 ROW = re.compile(r"^\| `(agent_link_\w+)\(([^)]*)\)` \|")
 
 
@@ -101,6 +102,25 @@ def test_the_hook_table_names_the_plugin_that_specifies_a_hook() -> None:
         assert "Called" in doc and "optionalhook=True" in doc, f"{module}.{hook} must say when it is called and how to implement it"
         for param in inspect.signature(getattr(importlib.import_module(module), hook)).parameters:
             assert f":param {param}:" in doc, f"{module}.{hook} must document {param}"
+
+
+def test_each_row_of_the_hook_table_links_a_plugin_that_implements_the_hook() -> None:
+    """The "example" column links a module of this repository's plugins or examples that defines the hook at its top level
+    (a function, or a name bound to one), so the example cannot drift from the code."""
+    docs = REPO / "docs"
+    lines = (docs / "plugins.md").read_text(encoding="utf-8").splitlines()
+    rows = {m.group(1): line for line in lines[lines.index(HEADER) + 2:] if (m := ROW.match(line))}
+    assert len(rows) >= 30
+    for hook, line in rows.items():
+        links = re.findall(r"\]\(([^)]+\.py)\)", line.rstrip(" |").rsplit(" | ", 1)[1])
+        assert links, f"{hook}'s row links no example implementation"
+        for link in links:
+            path = (docs / link).resolve()
+            assert path.is_relative_to(REPO) and path.parts[len(REPO.parts)] in ("plugins", "examples"), f"{hook}: {link}"
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            names = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            names |= {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+            assert hook in names, f"{link} (the example of {hook}) does not define it"
 
 
 def test_no_other_document_keeps_a_hook_table() -> None:
