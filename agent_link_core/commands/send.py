@@ -159,33 +159,17 @@ async def send_reliably(
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
         an unusable state dir (``state_io_error``).
     """
-    if ttl_ms is not None and ttl_ms <= 0:
-        raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
-    client_id = None
-    if message_id is not None and is_ulid(message_id.upper()):
-        message_id = message_id.upper()
-    elif message_id is not None and (ulid := ulid_of_uuid(message_id)):
-        client_id, message_id = message_id.lower(), ulid
-    elif message_id is not None:
-        raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
-    for path, value in (("correlation-id", correlation_id), ("from-project", sender_project), ("label", sender_label)):
-        if value is not None and not (0 < len(value.strip()) <= 256):
-            raise invalid_arguments([{"path": path, "rule": "length", "expected": "1-256 characters, not only spaces"}])
-    fingerprint = {k: v for k, v in (("ttlMs", ttl_ms), ("correlationId", correlation_id), ("senderProject", sender_project),
-                                     ("senderLabel", sender_label), ("clientMessageId", client_id),
-                                     ("envelopeFormat", envelope_format)) if v is not None}
+    message_id, client_id, fingerprint = _idempotency(message_id, ttl_ms, envelope_format, (
+        ("correlationId", "correlation-id", correlation_id), ("senderProject", "from-project", sender_project),
+        ("senderLabel", "label", sender_label)))
     try:
         resolved = await app.directory.resolve_target(target, sender)
         app.outbox.check_format(envelope_format, resolved, "a target")
         # a role stays the recipient: the send finds its holder and keeps the role (``via``)
         recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
-        # the expiry is stored before the first push (the envelope the target reads says it); a resend never extends it
-        first = message_id is None or app.mailbox.get_row(message_id) is None
-        expiry = {"expiresAt": now_ms() + ttl_ms} if ttl_ms is not None and first else {}
         outcome = await app.outbox.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
                                         message_id=message_id, tool="cli send", options={}, require_known=require_known,
-                                        metadata={**({"fingerprint": fingerprint} if fingerprint else {}), **expiry,
-                                                  **({"envelopeFormat": envelope_format} if envelope_format else {})} or None)
+                                        metadata=_metadata(app, message_id, ttl_ms, fingerprint, envelope_format))
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise
@@ -205,7 +189,47 @@ async def send_reliably(
                               error={"code": "invalid_arguments", "message": "The message's time to live has passed."})
         delivery = await app.outbox.push(row, {})
         result.attempts += 1
-    for delay in retry_delays_ms:
+    delivery = await _pushed_again(app, row, delivery, result, retry_delays_ms, expires_at)
+    result.outcome = app.mailbox.push_outcome(row["id"])
+    if delivery is not None:
+        result.warnings += delivery.warnings
+        result.fields.update(delivery.fields)
+    return result
+
+
+def _idempotency(message_id: str | None, ttl_ms: int | None, envelope_format: str | None,
+                 texts: tuple[tuple[str, str, str | None], ...]) -> tuple[Any, ...]:
+    """``(the ULID to store under: --message-id's, also a UUID's; that UUID or None; the fingerprint a resend must repeat:
+    ttlMs, the (key, option, value) texts, clientMessageId, envelopeFormat, those given)``.
+    :raises AgentLinkError: ``invalid_arguments``."""
+    if ttl_ms is not None and ttl_ms <= 0:
+        raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
+    client_id = None
+    if message_id is not None and not is_ulid(message_id.upper()):
+        if (ulid := ulid_of_uuid(message_id)) is None:
+            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
+        client_id, message_id = message_id.lower(), ulid
+    for _, flag, value in texts:
+        if value is not None and not (0 < len(value.strip()) <= 256):
+            raise invalid_arguments([{"path": flag, "rule": "length", "expected": "1-256 characters, not only spaces"}])
+    given = (("ttlMs", "", ttl_ms), *texts, ("clientMessageId", "", client_id), ("envelopeFormat", "", envelope_format))
+    return message_id and message_id.upper(), client_id, {key: value for key, _, value in given if value is not None}
+
+
+def _metadata(app: App, message_id: str | None, ttl_ms: int | None, fingerprint: dict[str, Any],
+              envelope_format: str | None) -> dict[str, Any] | None:
+    """The stored message's metadata; its ``expiresAt`` (epoch ms) is set only before the first push: never extended."""
+    first = message_id is None or app.mailbox.get_row(message_id) is None
+    metadata = {"fingerprint": fingerprint, "expiresAt": now_ms() + ttl_ms if ttl_ms is not None and first else None,
+                "envelopeFormat": envelope_format}
+    return {k: v for k, v in metadata.items() if v} or None
+
+
+async def _pushed_again(app: App, row: Any, delivery: Any, result: SendResult, delays_ms: Sequence[float],
+                        expires_at: int | None) -> Any:
+    """Push ``row`` again after each of ``delays_ms`` (ms) while the last ``delivery`` failed before the host accepted it
+    and the time to live (``expires_at``, epoch ms) allows, counting in ``result.attempts``; the last delivery."""
+    for delay in delays_ms:
         if delivery is None or not delivery.retryable or (expires_at is not None and now_ms() + delay > expires_at):
             break
         import asyncio  # only a retry waits: a plain send never imports it
@@ -213,11 +237,7 @@ async def send_reliably(
         await asyncio.sleep(delay / 1000)
         delivery = await app.outbox.push(row, {})
         result.attempts += 1
-    result.outcome = app.mailbox.push_outcome(row["id"])
-    if delivery is not None:
-        result.warnings += delivery.warnings
-        result.fields.update(delivery.fields)
-    return result
+    return delivery
 
 
 def reaches_no_harness(app: App, target: str, sender: Caller) -> bool:
