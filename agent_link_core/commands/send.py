@@ -167,9 +167,13 @@ async def send_reliably(
         app.outbox.check_format(envelope_format, resolved, "a target")
         # a role stays the recipient: the send finds its holder and keeps the role (``via``)
         recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
+        # the expiry is stored before the first push (the envelope the target reads says it); a resend never extends it
+        first = message_id is None or app.mailbox.get_row(message_id) is None
+        metadata = {"fingerprint": fingerprint, "expiresAt": now_ms() + ttl_ms if ttl_ms is not None and first else None,
+                    "envelopeFormat": envelope_format}
         outcome = await app.outbox.send(caller=sender, to=recipient, body=text, anticipation=anticipation, reply_by=reply_by,
                                         message_id=message_id, tool="cli send", options={}, require_known=require_known,
-                                        metadata=_metadata(app, message_id, ttl_ms, fingerprint, envelope_format))
+                                        metadata={k: v for k, v in metadata.items() if v} or None)
     except AgentLinkError as exc:
         if exc.code == "invalid_arguments" and exc.details.get("errors", [{}])[0].get("rule") != "idempotency":
             raise
@@ -199,9 +203,7 @@ async def send_reliably(
 
 def _idempotency(message_id: str | None, ttl_ms: int | None, envelope_format: str | None,
                  texts: tuple[tuple[str, str, str | None], ...]) -> tuple[Any, ...]:
-    """``(the ULID to store under: --message-id's, also a UUID's; that UUID or None; the fingerprint a resend must repeat:
-    ttlMs, the (key, option, value) texts, clientMessageId, envelopeFormat, those given)``.
-    :raises AgentLinkError: ``invalid_arguments``."""
+    """``(ULID stored under, the UUID given or None, the fingerprint a resend must repeat)``; ``invalid_arguments``."""
     if ttl_ms is not None and ttl_ms <= 0:
         raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
     client_id = None
@@ -216,19 +218,9 @@ def _idempotency(message_id: str | None, ttl_ms: int | None, envelope_format: st
     return message_id and message_id.upper(), client_id, {key: value for key, _, value in given if value is not None}
 
 
-def _metadata(app: App, message_id: str | None, ttl_ms: int | None, fingerprint: dict[str, Any],
-              envelope_format: str | None) -> dict[str, Any] | None:
-    """The stored message's metadata; its ``expiresAt`` (epoch ms) is set only before the first push: never extended."""
-    first = message_id is None or app.mailbox.get_row(message_id) is None
-    metadata = {"fingerprint": fingerprint, "expiresAt": now_ms() + ttl_ms if ttl_ms is not None and first else None,
-                "envelopeFormat": envelope_format}
-    return {k: v for k, v in metadata.items() if v} or None
-
-
 async def _pushed_again(app: App, row: Any, delivery: Any, result: SendResult, delays_ms: Sequence[float],
                         expires_at: int | None) -> Any:
-    """Push ``row`` again after each of ``delays_ms`` (ms) while the last ``delivery`` failed before the host accepted it
-    and the time to live (``expires_at``, epoch ms) allows, counting in ``result.attempts``; the last delivery."""
+    """The last delivery of ``row``, pushed again after each of ``delays_ms`` while retryable and before ``expires_at``."""
     for delay in delays_ms:
         if delivery is None or not delivery.retryable or (expires_at is not None and now_ms() + delay > expires_at):
             break
