@@ -573,6 +573,11 @@ def merge(
     return sessions
 
 
+def _of(record: Any, name: str) -> Any:
+    """``record.name``, or None without a record (a session has any of a sidecar, transcripts, a live process)."""
+    return getattr(record, name) if record is not None else None
+
+
 def _session(key: str, part: _Parts, channel_sessions: frozenset[str]) -> Session | None:
     if not ID_RE.match(key):
         return None
@@ -580,54 +585,52 @@ def _session(key: str, part: _Parts, channel_sessions: frozenset[str]) -> Sessio
     # the transcript of the current id first, then the newest of the prior ones
     transcripts = sorted(part.transcripts, key=lambda t: (t.session_id != key, -t.mtime_ms))
     main = transcripts[0] if transcripts else None
-    derived_name = live.name if live is not None and live.name_source == "derived" else None
-    chosen_name = live.name if live is not None and live.name_source != "derived" else None
-    title = (
-        (sc.title if sc else None) or (main.title if main else None) or chosen_name
-        or (main.first_prompt if main else None) or derived_name
+    activity = [t.mtime_ms for t in transcripts] + [
+        v for v in (_of(sc, "last_activity_ms"), _of(live, "updated_ms"), _of(live, "started_ms")) if v]
+    inbox = live is not None and live.socket_path is not None and os.path.exists(live.socket_path)
+    title, extra = retitled(_title(sc, main, live), _extra(key, sc, main, live, transcripts, inbox))
+    return Session(
+        address=f"{HARNESS}:{key}",
+        harness=HARNESS,
+        id=key,
+        title=title,
+        cwd=_safe(_of(main, "cwd") or _of(live, "cwd") or _of(sc, "cwd")),
+        surface=(sc.surface if sc else "code",),
+        loaded=live is not None,
+        archived=bool(_of(sc, "archived")),
+        last_activity_ms=max(activity) if activity else None,
+        receive={"push": "inbox" if inbox else "channel" if key in channel_sessions else None, "nudge": "claude-hook", "pull": True},
+        aliases=tuple(i for i in sorted(_sidecar_ids(sc)) if i != key and ID_RE.match(i)) if sc is not None else (),
+        extra=extra,
     )
-    cwd = _safe((main.cwd if main else None) or (live.cwd if live else None) or (sc.cwd if sc else None))
-    activity = [
-        t.mtime_ms for t in transcripts
-    ] + [v for v in ((sc.last_activity_ms if sc else None), (live.updated_ms if live else None),
-                     (live.started_ms if live else None)) if v]
-    aliases: list[str] = []
-    if sc is not None:
-        for ident in sorted(_sidecar_ids(sc)):
-            if ident != key and ID_RE.match(ident):
-                aliases.append(ident)
+
+
+def _title(sc: Sidecar | None, main: Transcript | None, live: LiveSession | None) -> str | None:
+    """The sidecar's title, else the transcript's, a name chosen for the live session, the first prompt, a derived name."""
+    derived = _of(live, "name_source") == "derived"
+    return (_of(sc, "title") or _of(main, "title") or (None if derived else _of(live, "name"))
+            or _of(main, "first_prompt") or (_of(live, "name") if derived else None))
+
+
+def _extra(key: str, sc: Sidecar | None, main: Transcript | None, live: LiveSession | None, transcripts: list[Transcript],
+           inbox: bool) -> dict[str, Any]:
+    """The session's ``extra``: the host's ids, where it was found, its transcript, creation, and its live process."""
     sources = ([f"sidecar:{sc.surface}"] if sc else []) + (["transcript"] if transcripts else []) + (["live"] if live else [])
-    created = (sc.created_ms if sc else None) or (main.created_ms if main else None) or (live.started_ms if live else None)
+    created = _of(sc, "created_ms") or _of(main, "created_ms") or _of(live, "started_ms")
     extra: dict[str, Any] = {
         "sessionId": sc.session_id if sc else f"local_{key}",
         "cliSessionId": sc.cli_session_id if sc else key,
         "sources": sources,
         "transcriptPath": _safe(main.path) if main else None,
         "createdAt": iso(created) if created else None,
-        "entrypoint": (live.entrypoint if live else None) or (main.entrypoint if main else None),
+        "entrypoint": _of(live, "entrypoint") or _of(main, "entrypoint"),
     }
     if sc is not None and sc.prior_cli_ids:
         extra["priorCliSessionIds"] = list(sc.prior_cli_ids)
     if sc is not None and sc.process_name:
         extra["processName"] = sc.process_name
-    inbox = live is not None and live.socket_path is not None and os.path.exists(live.socket_path)
     if live is not None:
         # name: what Claude sessions' ListAgents / SendMessage call it; liveStatus: idle | busy
         extra.update(pid=live.pid, liveStatus=live.status, name=live.name, inbox=inbox)
-    pushed = "inbox" if inbox else "channel" if key in channel_sessions else None
-    title, extra = retitled(title, extra)
-    return Session(
-        address=f"{HARNESS}:{key}",
-        harness=HARNESS,
-        id=key,
-        title=title,
-        cwd=cwd,
-        surface=(sc.surface if sc else "code",),
-        loaded=live is not None,
-        archived=bool(sc and sc.archived),
-        last_activity_ms=max(activity) if activity else None,
-        receive={"push": pushed, "nudge": "claude-hook", "pull": True},
-        aliases=tuple(aliases),
-        extra=extra,
-    )
+    return extra
 
