@@ -244,47 +244,14 @@ class Deliverer:
         # result fields of the send (keys of the core's send result schema)
         fields: dict[str, Any] = {"threadId": thread_id, "target": {"threadId": thread_id, "address": f"codex:{thread_id}",
                                                                     "previousStatus": location.status}}
-        link = location.link
-        resumed = False
         warnings: list[dict[str, Any]] = []
+        link, resumed = location.link, location.link is None
         if link is None:
-            held = self._held_elsewhere(location, links)
-            if held:
-                if self.desktop_push == "shared-daemon" and self.explicit_endpoint:
-                    warnings.append(warning("desktop_push_unverified", "The thread is open in another app-server; pushing anyway as AGENT_LINK_CODEX_DESKTOP_PUSH=shared-daemon asks."))
-                else:
-                    if self.desktop_push == "shared-daemon":
-                        warnings.append(warning("desktop_push_override_refused", "AGENT_LINK_CODEX_DESKTOP_PUSH=shared-daemon needs an explicit endpoint (AGENT_LINK_CODEX_URL or _SOCK)."))
-                    warnings.append(warning(
-                        "codex_desktop_push_disabled",
-                        "Another program (such as the Codex desktop app) has this thread open, so agent-link does not start turns in it; the message waits in the mailbox and the thread's prompt hook will announce it.",
-                        signal="rollout-open-elsewhere", holders=held,
-                    ))
-                    return Delivery(state="queued", warnings=warnings, fields={**fields, "action": "held_elsewhere"})
-            if background or not options.get("resumeIfNeeded", True):
-                return Delivery(state="queued", fields={**fields, "action": "not_loaded"}, warnings=[
-                    warning("codex_thread_not_loaded", "The thread is not loaded in any reachable app-server and was not resumed; the message waits in the mailbox.")])
-            link = location.readers[0]
-            try:
-                result = await link.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
-            except AppServerError as exc:
-                raise exc.to_agent_link_error() from None
-            except AppServerUnavailable as exc:
-                raise exc.to_agent_link_error() from None
-            link.tracker.remember(result.get("thread") or {"id": thread_id, "status": {"type": "idle"}}, subscribed=True)
-            link.tracker.expect_mcp_reports(thread_id)
-            resumed = True
+            link, held = await self._resume_to_push(location, links, thread_id, options, background, fields, warnings)
+            if held is not None:
+                return held
         elif thread_id not in link.tracker.subscribed:
-            # Only subscribers get item notifications: resuming a loaded thread subscribes us.
-            # A thread without a turn yet cannot be resumed ("no rollout found"); its echo is
-            # then read from the thread instead.
-            try:
-                result = await link.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
-                link.tracker.remember(result.get("thread") or {"id": thread_id}, subscribed=True)
-            except AppServerError:
-                pass
-            except AppServerUnavailable as exc:
-                raise exc.to_agent_link_error() from None
+            await self._subscribe(link, thread_id)
         fields["target"]["endpoint"] = link.endpoint.id
         claimed = self.claims.claim(message_id, thread_id, link.endpoint.id)
         earlier = None if claimed else self.claims.get(message_id)
@@ -297,14 +264,7 @@ class Deliverer:
                 return checked
             claimed = self.claims.claim(message_id, thread_id, link.endpoint.id)  # verifiably absent: push it now
         if not claimed:
-            row = self.claims.get(message_id)
-            if row is not None and row["state"] == "accepted":
-                return accepted({**fields, "action": "already_accepted"})
-            if row is not None and row["state"] == "confirmed":
-                return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "action": "already_delivered"},
-                                evidence={"clientId": message_id, "threadId": thread_id, "turnId": row["turn_id"], "itemId": row["item_id"]})
-            return Delivery(state="queued", fields={**fields, "action": "claimed_elsewhere"}, warnings=[
-                warning("codex_push_claimed_elsewhere", "Another push of this message is in progress or unsettled; it is not sent twice.")])
+            return self._claimed_before(message_id, thread_id, fields)
         status = link.tracker.status.get(thread_id, location.status)
         if status != "active":
             warnings += await self._tools_ready(link, thread_id)
@@ -333,6 +293,59 @@ class Deliverer:
         proof = {"clientId": message_id, **evidence, "endpoint": link.endpoint.id}
         return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", warnings=warnings,
                         fields={**fields, "evidence": proof}, evidence=proof)
+
+    async def _resume_to_push(self, location: Any, links: list[Link], thread_id: str, options: Mapping[str, Any], background: bool,
+                              fields: dict[str, Any], warnings: list[dict[str, Any]]) -> tuple[Any, Delivery | None]:
+        """A thread loaded in no reachable app-server: ``(the link that resumed it, None)``, or ``(None, the queued
+        delivery)`` when another program holds it open (the desktop app), in the background, or without ``resumeIfNeeded``.
+        Adds its warnings to ``warnings``."""
+        held = self._held_elsewhere(location, links)
+        if held:
+            if self.desktop_push == "shared-daemon" and self.explicit_endpoint:
+                warnings.append(warning("desktop_push_unverified", "The thread is open in another app-server; pushing anyway as AGENT_LINK_CODEX_DESKTOP_PUSH=shared-daemon asks."))
+            else:
+                if self.desktop_push == "shared-daemon":
+                    warnings.append(warning("desktop_push_override_refused", "AGENT_LINK_CODEX_DESKTOP_PUSH=shared-daemon needs an explicit endpoint (AGENT_LINK_CODEX_URL or _SOCK)."))
+                warnings.append(warning(
+                    "codex_desktop_push_disabled",
+                    "Another program (such as the Codex desktop app) has this thread open, so agent-link does not start turns in it; the message waits in the mailbox and the thread's prompt hook will announce it.",
+                    signal="rollout-open-elsewhere", holders=held,
+                ))
+                return None, Delivery(state="queued", warnings=warnings, fields={**fields, "action": "held_elsewhere"})
+        if background or not options.get("resumeIfNeeded", True):
+            return None, Delivery(state="queued", fields={**fields, "action": "not_loaded"}, warnings=[
+                warning("codex_thread_not_loaded", "The thread is not loaded in any reachable app-server and was not resumed; the message waits in the mailbox.")])
+        link = location.readers[0]
+        try:
+            result = await link.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+        except (AppServerError, AppServerUnavailable) as exc:
+            raise exc.to_agent_link_error() from None
+        link.tracker.remember(result.get("thread") or {"id": thread_id, "status": {"type": "idle"}}, subscribed=True)
+        link.tracker.expect_mcp_reports(thread_id)
+        return link, None
+
+    @staticmethod
+    async def _subscribe(link: Link, thread_id: str) -> None:
+        """Resume a thread loaded in ``link`` to subscribe to it: only subscribers get item notifications. A thread without a
+        turn yet cannot be resumed ("no rollout found"); its echo is then read from the thread instead."""
+        try:
+            result = await link.call("thread/resume", {"threadId": thread_id, "excludeTurns": True})
+            link.tracker.remember(result.get("thread") or {"id": thread_id}, subscribed=True)
+        except AppServerError:
+            pass
+        except AppServerUnavailable as exc:
+            raise exc.to_agent_link_error() from None
+
+    def _claimed_before(self, message_id: str, thread_id: str, fields: dict[str, Any]) -> Delivery:
+        """What a push of a message another push claimed answers: accepted or delivered already, else still in progress."""
+        row = self.claims.get(message_id)
+        if row is not None and row["state"] == "accepted":
+            return accepted({**fields, "action": "already_accepted"})
+        if row is not None and row["state"] == "confirmed":
+            return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", fields={**fields, "action": "already_delivered"},
+                            evidence={"clientId": message_id, "threadId": thread_id, "turnId": row["turn_id"], "itemId": row["item_id"]})
+        return Delivery(state="queued", fields={**fields, "action": "claimed_elsewhere"}, warnings=[
+            warning("codex_push_claimed_elsewhere", "Another push of this message is in progress or unsettled; it is not sent twice.")])
 
     async def _tools_ready(self, link: Link, thread_id: str) -> list[dict[str, Any]]:
         """Before a turn is started: wait (up to ``mcp_ready_ms``) while agent-link's MCP
