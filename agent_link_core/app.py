@@ -18,8 +18,8 @@ from agent_link_core import boundary
 from agent_link_core.config import Config, load_config
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
-from agent_link_core.mailbox import Mailbox, Visibility, parse_iso_ms
-from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme, is_ulid
+from agent_link_core.mailbox import Mailbox, Visibility
+from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme
 from agent_link_core.plugins import Hooks, PluginReport, plugins_of
 from agent_link_core.settings_file import with_settings
 from agent_link_core.lazy_plugins import MigrationUnavailable
@@ -303,45 +303,6 @@ class App:
         self.mailbox.note_transition(row, state)
         view = self.mailbox.to_view(row, state)
         return {"messageId": row["id"], "holder": row["recipient"], **{k: v for k, v in view.items() if k not in ("id", "bodyBytes")}}
-
-    def inspect(
-        self, caller: Caller, *, scope: str = "caller", from_address: str | None = None, to_address: str | None = None,
-        reply_to: str | None = None, undelivered: bool = False, pending_ack: bool = False, since: str | None = None,
-        limit: int = 50, include_bodies: bool = False, before: str | None = None,
-    ) -> dict[str, Any]:
-        """Messages sent or received by the caller (or all, when allowed), newest first; ``before``: only those older than
-        this message id (a page's last one), which the caller must be able to see (``not_found`` / ``permission_denied``)."""
-        view_rule = self.mailbox.visible_to(caller.address, all_mail=scope == "all")
-        if scope != "all" and not caller.known:
-            return {"scope": scope, "callerAddress": None, "messages": [], "note": "The caller could not be identified, so no mail is shown."}
-        clause, params = view_rule.sql("messages")
-        clauses = [clause]
-        if reply_to and is_ulid(reply_to.upper()):
-            reply_to = reply_to.upper()
-        for column, value in (("from_addr", from_address), ("recipient", to_address), ("reply_to", reply_to)):
-            if value:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        if undelivered:
-            clauses.append("first_delivered_at IS NULL")
-        if pending_ack:
-            clauses.append("acknowledged_at IS NULL AND anticipation != 'fyi'")
-        if since:
-            clauses.append("sent_at >= ?")
-            params.append(parse_iso_ms(since, "since"))
-        if before:  # the listing's own order, so pages neither skip nor repeat a message sent in the same ms
-            cursor = self.mailbox.require(before)
-            view_rule.require(cursor)
-            clauses.append("(sent_at < ? OR (sent_at = ? AND id < ?))")
-            params += [cursor["sent_at"], cursor["sent_at"], cursor["id"]]
-        rows = self.store.conn.execute(
-            f"SELECT * FROM messages WHERE {' AND '.join(clauses)} ORDER BY sent_at DESC, id DESC LIMIT ?", (*params, limit)
-        ).fetchall()
-        messages = self.mailbox.to_views(rows)
-        if include_bodies:
-            for row, view in zip(rows, messages, strict=True):
-                view["envelope"] = self.mailbox.envelope(row)
-        return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}
 
     def health(self, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
         """Everything a person needs to tell whether agent-link works here (:func:`agent_link_core.health.report`)."""

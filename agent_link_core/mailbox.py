@@ -421,6 +421,20 @@ class Mailbox:
         sql = "SELECT * FROM messages WHERE recipient = ? AND open = 1" + (" AND delivered_at IS NULL" if undelivered_only else "")
         return self.store.conn.execute(sql + " ORDER BY sent_at, id LIMIT ?", (recipient, limit)).fetchall()
 
+    def addressed_to(self, recipient: str, limit: int, before: str | None = None) -> list[dict[str, Any]]:
+        """Views of ``recipient``'s mail, read or not, newest first, each with its ``envelope`` (``agent-link inbox --all``);
+        ``before``: only the messages older than this one (the last of a page), which ``recipient`` must see.
+        :raises AgentLinkError: ``not_found`` / ``permission_denied`` for such a ``before``."""
+        clause, params = "recipient = ?", [recipient]
+        if before:  # the listing's own order, so pages neither skip nor repeat a message sent in the same ms
+            cursor = self.require(before)
+            self.visible_to(recipient).require(cursor)
+            clause += " AND (sent_at < ? OR (sent_at = ? AND id < ?))"
+            params += [cursor["sent_at"], cursor["sent_at"], cursor["id"]]
+        rows = self.store.conn.execute(f"SELECT * FROM messages WHERE {clause} ORDER BY sent_at DESC, id DESC LIMIT ?",
+                                       (*params, limit)).fetchall()
+        return [{**view, "envelope": self.envelope(row)} for row, view in zip(rows, self.to_views(rows), strict=True)]
+
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""
         return self.store.conn.execute("SELECT 1 FROM message_events WHERE message_id = ? AND kind = ? LIMIT 1",

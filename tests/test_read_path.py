@@ -2,7 +2,7 @@
 
 * an inbox read renders each message's envelope once (counted through the envelope hook; a read
   cut by the budgets plugin: plugins/budgets/tests/test_budget_read_path.py);
-* every list (inbox, inspect; the conversations and web plugins' lists: their tests) runs as
+* every list (inbox, inbox --all; the conversations and web plugins' lists: their tests) runs as
   many SQL statements for many messages as for a few;
 * escaping skips only text it would leave as it is;
 * the envelope hook, called per message without pluggy's machinery, gives the contributions
@@ -110,7 +110,7 @@ def _mail(app: App, n: int, tag: str) -> list[str]:
 LISTS = {
     "inbox": lambda app, ids: app.inbox(ME, limit=100, mark=False),
     "read": lambda app, ids: reading.inbox(app, ME, limit=100, mark=False, include_open=True),
-    "inspect": lambda app, ids: app.inspect(ME, limit=100, include_bodies=True),
+    "inbox --all": lambda app, ids: app.mailbox.addressed_to(ME.address, 100),
     "due reminders": lambda app, ids: app.mailbox.due_reminders("team:me"),
 }
 

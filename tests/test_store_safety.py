@@ -245,7 +245,7 @@ async def test_busy_database_is_busy_not_damaged(app: Any, monkeypatch: pytest.M
         assert [m["id"] for m in peek["messages"]] == [first["messageId"]]
         status = await call_tool(a, "get_agent_link_message_status", {"messageId": first["messageId"]}, ALICE)
         assert status["ok"]
-        assert len(a.inspect(ALICE)["messages"]) == 1  # the mailbox listing (agent_link_mailbox_inspect, inbox --all)
+        assert len(a.mailbox.addressed_to(BOB.address, 20)) == 1  # the mailbox listing (inbox --all)
         busy = await send(a, "while locked")
         assert busy["ok"] is False and busy["error"]["code"] == "state_busy" and "300 ms" in busy["error"]["message"]
         assert busy["error"]["details"]["retryable"] is True and "retry" in busy["error"]["hint"].lower()
@@ -268,7 +268,7 @@ async def test_reads_that_would_note_something_never_wait_on_a_writer(app: Any, 
         assert status["ok"] and status["status"] == "expired"
         peek = a.inbox(BOB, mark=False, include_open=True)
         assert [m["id"] for m in peek["messages"]] == [message_id]
-        assert a.inspect(ALICE)["callerAddress"] == ALICE.address
+        assert [m["id"] for m in a.mailbox.addressed_to(BOB.address, 20)] == [message_id]
         assert not held.waited, "a read waited for the writer's lock"
     # The first read of a writable database records what the busy one could not.
     assert (await call_tool(a, "get_agent_link_message_status", {"messageId": message_id}, ALICE))["status"] == "expired"

@@ -57,10 +57,10 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     mark, warnings = app.begin_inbox_read(caller, not peek)
     cut = False  # --all: a listing that left older mail out
     if all_mail:
-        # a listing, not a read (no paging, nothing held for a wait): what agent_link_mailbox_inspect lists of the reader's mail
+        # a listing, not a read (no paging, nothing held for a wait)
         data = {k: v for k, v in app.inbox(caller, limit=limit, mark=False).items() if k not in ("more", "page", "heldByActiveWait")}
         try:
-            listed = app.inspect(caller, to_address=caller.address, limit=limit + 1, include_bodies=True, before=before)["messages"]
+            listed = app.mailbox.addressed_to(caller.address, limit + 1, before)
         except AgentLinkError as exc:  # a bad cursor: named as this command's option
             fail(exc, {"messageId": "--before"})
         data["messages"], cut = listed[:limit], len(listed) > limit  # one more than shown: are there older ones?

@@ -1,30 +1,13 @@
 """The conversations plugin's MCP tools: ``get_agent_link_conversation``, a message's whole
 conversation as the caller may see it (:func:`agent_link_conversations.conversation.conversation_of`), and
-``agent_link_mailbox_inspect``, the caller's mail listed with filters (the core's ``App.inspect``, which
-``agent-link inbox --all`` lists too). Imports only the core's registry and schemas: the conversation code loads at
-the first call."""
+``agent_link_mailbox_inspect``, the caller's mail listed with filters (:mod:`agent_link_conversations.inspect`).
+Imports only the core's registry and schemas: each tool's code loads at its first call."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from agent_link_core.contribute import lazy_handler
-from agent_link_core.tools.registry import ToolCall, ToolSpec
+from agent_link_core.tools.registry import ToolSpec
 from agent_link_core.tools.schemas import ANY, BOOL, INT, OBJ, STR, ULID, closed_object, limit_arg
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agent_link_core.app import App
-
-
-async def mailbox_inspect(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """``agent_link_mailbox_inspect``: :meth:`~agent_link_core.app.App.inspect` of the tool's arguments.
-    :raises AgentLinkError: ``permission_denied`` for ``scope: all`` without ``AGENT_LINK_INSPECT_ALL``."""
-    return app.inspect(
-        call.caller, scope=args.get("scope", "caller"), from_address=args.get("fromSessionId"),
-        to_address=args.get("toSessionId"), reply_to=args.get("replyToMessageId"), undelivered=args.get("undelivered", False),
-        pending_ack=args.get("pendingAck", False), since=args.get("since"), limit=args.get("limit", 50),
-        include_bodies=args.get("includeBodies", False),
-    )
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -51,7 +34,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "scope": {"type": "string", "enum": ["caller", "all"], "default": "caller"}, "includeBodies": BOOL,
         }),
         output_fields={k: ANY for k in ("messages", "scope", "callerAddress", "note")},
-        handler=mailbox_inspect, read_only=True,
+        handler=lazy_handler("agent_link_conversations.inspect:handle"), read_only=True,
         removed_forms={"since": ("number", "an ISO 8601 string with a timezone, such as 2026-01-01T00:00:00Z "
                                            "(epoch milliseconds were removed in 0.6.0)")},
     ),
