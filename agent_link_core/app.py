@@ -239,21 +239,6 @@ class App:
             return Caller(configured, "config", address_scheme(configured))
         return Caller(EXTERNAL, "fallback", None)
 
-    def host_detection(self, caller: Caller) -> dict[str, Any]:
-        """Which host this process serves and what decided it: ``AGENT_LINK_HOST``, else the first harness (by
-        ``host_priority``) whose ``host_variables`` are set, else the caller's harness.
-        ``{"host", "source": "AGENT_LINK_HOST"|"environment"|"caller"|"none", "variable"}`` (its name, never its value)."""
-        configured = self.config.get("AGENT_LINK_HOST")
-        if configured:
-            return {"host": configured, "source": "AGENT_LINK_HOST", "variable": "AGENT_LINK_HOST"}
-        for harness in sorted(self.harnesses.declared().values(), key=lambda h: (h.host_priority, h.name)):
-            for variable in harness.host_variables:
-                if self.env.get(variable):
-                    return {"host": harness.name, "source": "environment", "variable": variable}
-        if caller.host:
-            return {"host": caller.host, "source": "caller", "variable": None}
-        return {"host": None, "source": "none", "variable": None}
-
     async def _get_session(self, harness: Harness, session_id: str) -> Any:
         """``harness.get_session`` through the boundary: a fault or a hang is reported and is "not found"."""
         from agent_link_core.harness import acall_harness
@@ -309,20 +294,6 @@ class App:
         from agent_link_core import health as health_report
 
         return health_report.report(self, meta, include_caller_context)
-
-    def mcp_capabilities(self) -> dict[str, dict[str, Any]]:
-        """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
-        from agent_link_core.harness import call_harness
-
-        def _capabilities_problem(result: Any, plugin: str) -> str | None:
-            ok = isinstance(result, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in result.items())
-            return None if ok else f"TypeError: returned {type(result).__name__}, not {{name: dict}}"
-
-        capabilities: dict[str, dict[str, Any]] = {}
-        for harness in list(self.harnesses.values()):
-            capabilities.update(call_harness(self.hooks, harness, "mcp_capabilities", partial(harness.mcp_capabilities, self),
-                                             default={}, check=_capabilities_problem) or {})
-        return capabilities
 
 
 def configure_logging(config: Config) -> None:

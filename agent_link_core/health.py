@@ -14,6 +14,7 @@ from agent_link_core.boundary import MAX_HEALTH_BYTES, disable_hint, oversize
 
 if TYPE_CHECKING:
     from agent_link_core.app import App
+    from agent_link_core.model import Caller
     from agent_link_core.harness import Harness
 
 
@@ -25,7 +26,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         pending = app.mailbox.count_open(caller.address, undelivered_only=True) if caller.known else 0
     except sqlite3.DatabaseError:  # reported by the integrity line below
         pending = None
-    detection = app.host_detection(caller)
+    detection = host_detection(app, caller)
     try:
         private = os.stat(app.config.state_dir).st_mode & 0o077 == 0  # only the owner can enter it
     except OSError:
@@ -130,3 +131,19 @@ def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
     # in a list: the boundary checks only answers other than None, and None is no section either
     answer = call_harness(app.hooks, harness, "health", lambda: [harness.health()], check=refused)
     return {"error": "this harness's health failed; see plugins.problems"} if answer is None else answer[0]
+
+
+def host_detection(app: App, caller: Caller) -> dict[str, Any]:
+    """Which host this process serves and what decided it: ``AGENT_LINK_HOST``, else the first harness (by
+    ``host_priority``) whose ``host_variables`` are set, else the caller's harness.
+    ``{"host", "source": "AGENT_LINK_HOST"|"environment"|"caller"|"none", "variable"}`` (its name, never its value)."""
+    configured = app.config.get("AGENT_LINK_HOST")
+    if configured:
+        return {"host": configured, "source": "AGENT_LINK_HOST", "variable": "AGENT_LINK_HOST"}
+    for harness in sorted(app.harnesses.declared().values(), key=lambda h: (h.host_priority, h.name)):
+        for variable in harness.host_variables:
+            if app.env.get(variable):
+                return {"host": harness.name, "source": "environment", "variable": variable}
+    if caller.host:
+        return {"host": caller.host, "source": "caller", "variable": None}
+    return {"host": None, "source": "none", "variable": None}

@@ -23,6 +23,7 @@ from mcp.server import Server
 from agent_link_core import __version__, discovery, reminders
 from agent_link_core.hook import refresh_registry
 from agent_link_core.app import App
+from agent_link_core.boundary import expect
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.handshake import LinkStreams
 from agent_link_core.harness import PeerGone, call_harness
@@ -122,7 +123,7 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     server = build_server(app)
     if app.read_only is not None:  # opened only to be read: say once why, not per write refused
         log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
-    capabilities = app.mcp_capabilities()
+    capabilities = mcp_capabilities(app)
     refuse_discover = any(call_harness(app.hooks, harness, "needs_handshake", partial(harness.needs_handshake, app), default=False)
                           for harness in list(app.harnesses.values()))
     link = LinkStreams(read_stream, write_stream, refuse_discover=refuse_discover)
@@ -136,6 +137,17 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
                           f"harness.{harness.name}.serve", partial(harness.serve, app, link.peer))
         await server.run(link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities))
         tg.cancel_scope.cancel()
+
+
+def mcp_capabilities(app: App) -> dict[str, dict[str, Any]]:
+    """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
+    problem = expect(lambda r: isinstance(r, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in r.items()),
+                     "expected {name: dict}")
+    capabilities: dict[str, dict[str, Any]] = {}
+    for harness in list(app.harnesses.values()):
+        capabilities.update(call_harness(app.hooks, harness, "mcp_capabilities", partial(harness.mcp_capabilities, app),
+                                         default={}, check=problem) or {})
+    return capabilities
 
 
 async def _reminder_loop(app: App) -> None:

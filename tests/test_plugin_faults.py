@@ -26,7 +26,7 @@ from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionList
 from agent_link_core.records import EnvelopeContribution
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import PromptHook
-from agent_link_core.server import tool_definition
+from agent_link_core.server import mcp_capabilities, tool_definition
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec, run_tool
 
@@ -471,7 +471,7 @@ async def test_a_faulty_harness_affects_only_its_own_sessions(method: str, fault
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     app, good = make_app(BadHarnessPlugin(method, fault, gate), monkeypatch, fault)
     try:
-        assert app.mcp_capabilities() == {}  # what serve() advertises at initialize
+        assert mcp_capabilities(app) == {}  # what serve() advertises at initialize
         await assert_core_serves(app, good)
         if "bad" in app.harnesses and method != "get_session":  # mail to its sessions is still stored
             out = await app.send(caller=GOOD_ONE, to="bad:one", body="for bad")
