@@ -53,7 +53,8 @@ def test_plugins_use_no_sql_on_the_core_tables() -> None:
     # plugin's guard left the core with its SQL too: it counts the pair's recent messages with the
     # connection agent_link_before_store hands it, inside the store's write transaction. The
     # conversations plugin left the core with its SQL: walking a reply_to tree (recursive CTEs
-    # over messages) still wants a mailbox API. The presence plugin left the core with its SQL: its
+    # over messages) still wants a mailbox API, and so does its filtered listing (agent_link_mailbox_inspect, which was
+    # App.inspect). The presence plugin left the core with its SQL: its
     # suggestions read the contacts and the distinct senders of messages (one index seek each). The waits plugin left
     # the core with its SQL: a wait's oldest unread message from one agent still wants a mailbox API.
     # Queries one plugin alone asked of the mailbox moved into it (issue 31): the web panel's open
@@ -63,6 +64,7 @@ def test_plugins_use_no_sql_on_the_core_tables() -> None:
                "plugins/search/agent_link_search/index.py", "plugins/search/agent_link_search/schema.py",
                "plugins/listings/agent_link_listings/listings.py", "plugins/listings/agent_link_listings/watch.py",
                "plugins/loops/agent_link_loops/plugin.py", "plugins/conversations/agent_link_conversations/conversation.py",
+               "plugins/conversations/agent_link_conversations/inspect.py",
                "plugins/web/agent_link_web/views.py", "plugins/roles/agent_link_roles/handover.py",
                "plugins/claude/agent_link_claude/harness.py", "plugins/receipts/agent_link_receipts/recording.py",
                "plugins/receipts/agent_link_receipts/ledger.py"}
