@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import functools
+import os
 
+from agent_link_core import discovery
 from agent_link_core.addresses import is_address
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.visible import visible
@@ -20,11 +22,11 @@ FIELD_NAMES = {
     "query": "QUERY", "senderProject": "--from-project", "senderLabel": "--label",
 }
 COMMAND_FIELDS = {"send": {"messageId": "--message-id"}, "inbox": {"messageId": "--message-id"}}
-# MCP tool -> the command a person runs for the same thing.
+# MCP tool -> the command a person runs for the same thing, and the plugin that adds that command (None: the core's)
 TOOL_COMMANDS = {
-    "read_agent_link_inbox": "`agent-link inbox`", "agent_link_mailbox_inspect": "`agent-link inbox --all`", "list_agents": "`agent-link sessions`",
-    "resolve_agent": "`agent-link find`", "message_agent": "`agent-link send`", "reply_agent_link_message": "`agent-link reply`",
-    "wait_for_agent": "`agent-link wait`", "get_agent_link_message_status": "`agent-link status`", "agent_link_health": "`agent-link health`",
+    "read_agent_link_inbox": ("inbox", None), "agent_link_mailbox_inspect": ("inbox --all", None), "list_agents": ("sessions", "listings"),
+    "resolve_agent": ("find", "listings"), "message_agent": ("send", None), "reply_agent_link_message": ("reply", None),
+    "wait_for_agent": ("wait", "waits"), "get_agent_link_message_status": ("status", None), "agent_link_health": ("health", None),
 }
 
 
@@ -53,9 +55,19 @@ def cli_words(text: str, command: str | None = None, names: dict[str, str] | Non
     import re  # here: only a command that fails words an error
 
     names = _names(command, names)
-    for tool, cmd in TOOL_COMMANDS.items():
-        text = text.replace(tool, cmd)
+    for tool, (cmd, plugin) in TOOL_COMMANDS.items():
+        if tool in text:  # a plugin's command named where it exists, else with the plugin that adds it
+            loaded = plugin is None or plugin in _loaded_plugins()
+            text = text.replace(tool, f"`agent-link {cmd}`" + ("" if loaded else f" (with the {plugin} plugin, which is not loaded)"))
     return re.sub(r"(?<![\w`-])([a-z]+[A-Z][A-Za-z]*)\b", lambda m: names.get(m.group(1), m.group(1)), text)
+
+
+def _loaded_plugins() -> set[str]:
+    """The installed plugins that ``AGENT_LINK_DISABLE_PLUGINS`` / ``AGENT_LINK_LOAD_PLUGINS`` leave on (a failure's words only)."""
+    from agent_link_core.plugins import ENTRY_POINT_GROUP
+
+    blocked, only = discovery.chosen(os.environ)
+    return {ep.name for ep in discovery.entry_points(ENTRY_POINT_GROUP) if ep.name not in blocked and (only is None or ep.name in only)}
 
 
 def error_line(exc: AgentLinkError, command: str | None = None, command_path: str | None = None,

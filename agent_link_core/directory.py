@@ -377,11 +377,11 @@ class Directory:
                                  {"searched": incomplete}, hint="Use the full address, or retry when every endpoint answers.")
         if not matches:
             close = self.hooks.suggest_addresses(target)  # the presence plugin's: "teambob" finds team:bob
-            raise AgentLinkError("not_found", f"No session has the id {target}, and no contact has that alias.",
+            raise AgentLinkError("not_found", f"No session has the id {target}, and no plugin knows it as a name (such as a contact alias).",
                                  {"query": target, "candidates": [{"address": a} for a in close]},
                                  hint=(f"Did you mean {' or '.join(close)}? " if close else "")
                                  + "An address is harness:id (for example team:bob, or <harness>:<session id>); "
-                                   "list sessions with `agent-link sessions`.")
+                                   "list_agents lists the sessions.")
         if matches[0].archived:
             raise AgentLinkError("archived", f"{matches[0].address} is archived.", {"address": matches[0].address})
         return matches[0].address

@@ -35,6 +35,23 @@ def test_an_id_that_is_no_address_says_what_an_address_is_and_suggests(isolated_
     # what a served team:bob adds ("Did you mean team:bob?") is the presence plugin's: plugins/presence/tests
 
 
+def test_a_command_of_a_plugin_that_is_not_loaded_is_named_with_its_plugin(isolated_env: Path) -> None:
+    """A tool a hint names reads as the command a person runs; a plugin's command only where the plugin is loaded, else
+    with the plugin that adds it (the core alone has no ``agent-link sessions``)."""
+    done = run("send", "nobody", "hi", "--from", "team:alice")
+    assert done.returncode == 1 and "no plugin knows it as a name" in done.stderr
+    assert "`agent-link sessions` (with the listings plugin, which is not loaded) lists the sessions." in done.stderr, done.stderr
+
+
+@pytest.mark.installed_plugins("listings", "waits")
+def test_a_command_of_a_loaded_plugin_is_named_plainly(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hint = "list_agents lists the sessions; wait_for_agent waits; agent_link_health says why."
+    assert error_line(AgentLinkError("not_found", "Nothing.", hint=hint), "send") == (
+        "agent-link: Nothing. `agent-link sessions` lists the sessions; `agent-link wait` waits; `agent-link health` says why.")
+    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "waits")
+    assert "`agent-link wait` (with the waits plugin, which is not loaded) waits" in error_line(AgentLinkError("not_found", "Nothing.", hint=hint))
+
+
 def test_a_target_with_a_colon_that_is_no_address_says_it_cannot_be_an_alias_either(isolated_env: Path) -> None:
     for target in ("fix: login", ":bob", "team:"):
         done = run("send", target, "hi", "--from", "team:alice")

@@ -155,7 +155,7 @@ async def aresolve_composite(harness: CodexHarness, endpoint_id: str, thread_id:
         raise unreachable(seen, composite)
     if seen.thread is None:
         raise AgentLinkError("not_found", f"Codex endpoint {endpoint_id} has no thread {thread_id}.",
-                             {"query": composite, "candidates": []}, hint="List sessions with `agent-link sessions`.")
+                             {"query": composite, "candidates": []}, hint="list_agents lists the sessions.")
     if is_archived_thread(seen.thread):
         raise AgentLinkError("archived", f"codex:{thread_id} is archived and cannot receive mail.", {"address": f"codex:{thread_id}"})
     return f"codex:{thread_id}"
