@@ -30,6 +30,7 @@ from agent_link_core.store import now_ms
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 SETTINGS = ("model", "effort", "cwd")
@@ -116,21 +117,7 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
         previous = current.get(setting)
         if same(setting, previous, value):
             continue
-        decision = app.hooks.call("agent_link_check_override", target=recipient, sender=sender, setting=setting, value=value,
-                                   context={"currentCwd": current.get("cwd"), "launchedBy": launched_by})
-        if decision is None:
-            decision = default_decision(recipient, sender.address, setting, launched_by)
-        if not decision.get("allowed") and escape_hatch:
-            # deprecated escape hatch: still grants the change (reference §19), with a warning
-            decision = {"allowed": True, "grantedBy": {"rule": "allowTargetOverride"}}
-        if not decision.get("allowed"):
-            reason = decision.get("reason") or REFUSAL_REASONS[setting]
-            details = {"reason": reason, "setting": setting, "requested": value, "current": previous, "target": recipient}
-            if decision.get("workspace") is not None:
-                details["workspace"] = decision["workspace"]
-            raise AgentLinkError("permission_denied", decision.get("message") or f"{recipient} keeps its {setting}.",
-                                 details, hint=hint_for(setting, app))
-        granted = decision.get("grantedBy") or {}
+        granted = _decision(app, recipient, sender, setting, value, previous, current, launched_by, escape_hatch).get("grantedBy") or {}
         if setting != "cwd" and basis is None:
             basis = harness.switch_cost_basis(thread_id)
         switch: dict[str, Any] = {"setting": setting, "previous": previous, "current": value,
@@ -139,26 +126,55 @@ def check_send(message: Any, context: Any, app: Any) -> list[dict[str, Any]] | N
         if isinstance(granted, dict) and granted.get("rule") == "policy":
             switch["policy"] = {k: granted.get(k) for k in ("policyKey", "entry")}
         switches.append(switch)
-    if switches and status == "active":
+    if switches:
+        _record(message, context, switches, status, lambda: (basis or harness.switch_cost_basis(thread_id))[1], warnings)
+    return warnings or None
+
+
+def _record(message: Any, context: Any, switches: list[dict[str, Any]], status: str | None, version_of: Callable[[], str | None],
+            warnings: list[dict[str, Any]]) -> None:
+    """Put the granted ``switches`` in the send's result and the message's metadata (a warning when their costs were
+    measured on another Codex version than ``version_of()``). :raises AgentLinkError: ``active_turn_conflict`` when the
+    thread runs a turn."""
+    if status == "active":
         # turn/steer carries no overrides, and turn/start on a running thread joins its turn
         raise AgentLinkError(
             "active_turn_conflict",
-            f"{recipient} is running a turn; turn/steer cannot change its {', '.join(s['setting'] for s in switches)}.",
+            f"{message.recipient} is running a turn; turn/steer cannot change its {', '.join(s['setting'] for s in switches)}.",
             {"status": "active", "activeTurnId": None, "settings": [s["setting"] for s in switches]},
             hint="Wait until the thread is idle (wait_for_codex_thread), then send again with the change.",
         )
-    if switches:
-        version = (basis or harness.switch_cost_basis(thread_id))[1]
-        if version != OVERRIDE_COSTS_VERIFIED_ON:
-            warnings.append({"code": "override_costs_version_mismatch",
-                             "message": f"The expected costs of these switches were measured on Codex {OVERRIDE_COSTS_VERIFIED_ON}; "
-                                        f"this thread runs on {'Codex ' + version if version else 'an unknown Codex version'}, "
-                                        "so treat them as estimates.",
-                             "details": {"verifiedOn": OVERRIDE_COSTS_VERIFIED_ON, "codexVersion": version}})
-        context.result["switches"] = switches
-        message.metadata["codexSwitches"] = [{k: s[k] for k in ("setting", "previous", "current", "grantedBy", "expectedCost")}
-                                             for s in switches]
-    return warnings or None
+    if (version := version_of()) != OVERRIDE_COSTS_VERIFIED_ON:
+        warnings.append({"code": "override_costs_version_mismatch",
+                         "message": f"The expected costs of these switches were measured on Codex {OVERRIDE_COSTS_VERIFIED_ON}; "
+                                    f"this thread runs on {'Codex ' + version if version else 'an unknown Codex version'}, "
+                                    "so treat them as estimates.",
+                         "details": {"verifiedOn": OVERRIDE_COSTS_VERIFIED_ON, "codexVersion": version}})
+    context.result["switches"] = switches
+    message.metadata["codexSwitches"] = [{k: s[k] for k in ("setting", "previous", "current", "grantedBy", "expectedCost")}
+                                         for s in switches]
+
+
+def _decision(app: Any, recipient: str, sender: Any, setting: str, value: str, previous: Any, current: dict[str, Any],
+              launched_by: str | None, escape_hatch: bool) -> dict[str, Any]:
+    """Whether ``sender`` may change ``setting`` of ``recipient`` to ``value``: a plugin's ``agent_link_check_override``
+    answer, else the default rule; the deprecated ``allowTargetOverride`` grants a refused change.
+    :raises AgentLinkError: ``permission_denied`` (reason from the policy) for a refused change."""
+    decision = app.hooks.call("agent_link_check_override", target=recipient, sender=sender, setting=setting, value=value,
+                              context={"currentCwd": current.get("cwd"), "launchedBy": launched_by})
+    if decision is None:
+        decision = default_decision(recipient, sender.address, setting, launched_by)
+    if not decision.get("allowed") and escape_hatch:
+        # deprecated escape hatch: still grants the change (reference §19), with a warning
+        decision = {"allowed": True, "grantedBy": {"rule": "allowTargetOverride"}}
+    if decision.get("allowed"):
+        return decision
+    details = {"reason": decision.get("reason") or REFUSAL_REASONS[setting], "setting": setting, "requested": value,
+               "current": previous, "target": recipient}
+    if decision.get("workspace") is not None:
+        details["workspace"] = decision["workspace"]
+    raise AgentLinkError("permission_denied", decision.get("message") or f"{recipient} keeps its {setting}.", details,
+                         hint=hint_for(setting, app))
 
 
 def expected_cost(setting: str, basis: tuple[int | None, str | None] | None) -> dict[str, Any] | None:
