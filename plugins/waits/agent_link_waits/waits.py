@@ -146,9 +146,10 @@ class Waits:
         capped = progress is None and timeout_ms > cap_ms
         budget = cap_ms if capped else timeout_ms
         next_progress = every_ms
+        fyi = False  # waiting on an fyi message: no answer is expected
         if reply_to:
             row = self.mailbox.require(reply_to)
-            reply_to = row["id"]
+            reply_to, fyi = row["id"], row["anticipation"] == "fyi"
             # An unidentified caller is "external": it may wait only on mail sent as external.
             Visibility(caller.address).require(row, f"the answer to {reply_to}")
             target = row["recipient"]
@@ -176,17 +177,7 @@ class Waits:
                     result = await activity()
                 waited = int((time.monotonic() - start) * 1000)
                 if result is not None or waited >= budget:
-                    out = result or {"outcome": "timeout"}
-                    out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target},
-                                "harness": address_scheme(target)})
-                    if capped:
-                        out.update(capped=True, requestedTimeoutMs=timeout_ms)
-                    if reply_to:
-                        out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
-                    if capped:
-                        out["warnings"] = [wait_capped_warning(timeout_ms, cap_ms)]
-                    if result is None and reply_to and row["anticipation"] == "fyi":
-                        out["warnings"] = [*out.get("warnings", ()), no_answer_expected(reply_to)]
+                    out = self._answer(result, waited, target, reply_to, fyi, (timeout_ms, cap_ms) if capped else None)
                     taken = (out.get("reply") or {}).get("id")
                     if taken is not None and mark and client_gone():
                         push_left = False  # nobody reads this answer: all it held stays queued, as on a cancel
@@ -209,6 +200,22 @@ class Waits:
             end(self.store, noted)
             if push_left:
                 await self._push_left_by_wait(caller.address, taken)
+
+    def _answer(self, result: dict[str, Any] | None, waited: int, target: str, reply_to: str | None, fyi: bool,
+                capped: tuple[int, int] | None) -> dict[str, Any]:
+        """A wait's answer: ``result`` (None: a timeout) after ``waited`` ms on ``target``; ``capped``: ``(timeout asked, cap)``
+        in ms when the cap cut the wait; ``fyi``: ``reply_to`` asks for no answer (said when none came)."""
+        out = result or {"outcome": "timeout"}
+        out.update({"waitedMs": waited, "timedOut": result is None, "target": {"address": target}, "harness": address_scheme(target)})
+        if capped:
+            out.update(capped=True, requestedTimeoutMs=capped[0])
+        if reply_to:
+            out["messageStatus"] = self.mailbox.state(self.mailbox.stored(reply_to)).status
+        if capped:
+            out["warnings"] = [wait_capped_warning(*capped)]
+        if result is None and reply_to and fyi:
+            out["warnings"] = [*out.get("warnings", ()), no_answer_expected(reply_to)]
+        return out
 
     async def _push_left_by_wait(self, address: str, taken: str | None) -> None:
         """Push what pushes left to a wait of ``address`` and it did not take (``taken``), unless another wait holds it."""
