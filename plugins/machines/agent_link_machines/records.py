@@ -82,39 +82,41 @@ def outgoing_records(
         return
     origin = (meta.get("machines") or {}).get("origin")
     if kind == "sent":
-        if origin:
-            return  # arrived from another machine: it is not sent on
-        target = (meta.get("machines") or {}).get("to")
-        if row["reply_to"]:
-            answered = conn.execute("SELECT * FROM messages WHERE id = ?", (row["reply_to"],)).fetchone()
-            res = conn.execute("SELECT reply_message_id FROM resolutions WHERE message_id = ?", (row["reply_to"],)).fetchone()
-            if res is not None and res["reply_message_id"] == row["id"]:
-                return  # the answer that resolves it travels with the resolution record
-            answered_origin = (_meta(answered).get("machines") or {}).get("origin") if answered is not None else None
-            if answered_origin and answered is not None and row["recipient"] == answered["from_addr"]:
-                target = target or answered_origin
-        if not target:
-            target = machine_of(config, row["recipient"])  # no query for local mail
-            if target and served_here(conn, config, row["recipient"]):
-                target = None  # served on this machine too: local mail
+        target = None if origin else _sent_to_machine(row, meta, conn, config)  # arrived from another machine: not sent on
         if target and target != own:
             yield row["id"], target, {"type": "message", "message": message_record(row, own, meta)}
     elif kind == "resolved" and origin and origin != own:
         res = conn.execute("SELECT * FROM resolutions WHERE message_id = ?", (message_id,)).fetchone()
         if res is None:
             return
-        reply = None
-        if res["reply_message_id"]:
-            reply_row = conn.execute("SELECT * FROM messages WHERE id = ?", (res["reply_message_id"],)).fetchone()
-            reply = message_record(reply_row, own) if reply_row is not None else None
+        reply_row = conn.execute("SELECT * FROM messages WHERE id = ?", (res["reply_message_id"],)).fetchone() if res["reply_message_id"] else None
         yield f"{message_id}.resolved", origin, {
             "type": "resolution", "messageId": message_id, "kind": res["kind"], "by": res["by_addr"],
-            "reason": res["reason"], "reply": reply, "origin": own,
+            "reason": res["reason"], "reply": message_record(reply_row, own) if reply_row is not None else None, "origin": own,
         }
     elif kind == "delivered" and origin and origin != own:
         yield f"{message_id}.delivered", origin, {
             "type": "delivered", "messageId": message_id, "via": data.get("via"), "origin": own,
         }
+
+
+def _sent_to_machine(row: sqlite3.Row, meta: Mapping[str, Any], conn: sqlite3.Connection, config: Any) -> str | None:
+    """The machine a message sent here goes to: the one the send chose, the machine of the message a reply answers, the
+    machine whose directory lists the recipient; None for local mail (also an answer that travels with its resolution)."""
+    target = (meta.get("machines") or {}).get("to")
+    if row["reply_to"]:
+        answered = conn.execute("SELECT * FROM messages WHERE id = ?", (row["reply_to"],)).fetchone()
+        res = conn.execute("SELECT reply_message_id FROM resolutions WHERE message_id = ?", (row["reply_to"],)).fetchone()
+        if res is not None and res["reply_message_id"] == row["id"]:
+            return None  # the answer that resolves it travels with the resolution record
+        answered_origin = (_meta(answered).get("machines") or {}).get("origin") if answered is not None else None
+        if answered_origin and answered is not None and row["recipient"] == answered["from_addr"]:
+            target = target or answered_origin
+    if not target:
+        target = machine_of(config, row["recipient"])  # no query for local mail
+        if target and served_here(conn, config, row["recipient"]):
+            target = None  # served on this machine too: local mail
+    return target
 
 
 #: messages forward_stranded looks at per address and heartbeat, oldest first
