@@ -90,26 +90,32 @@ def _thread(value: Any) -> str | None:
     return value if THREAD_ID.fullmatch(value) else None
 
 
+def _ending(slots: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``(status, result, the event that ended it)`` of a logged job: its outcome, else ``aborted`` (one left running is
+    imported as history, never resumed)."""
+    outcome = next((k for k in OUTCOMES if k in slots), None)
+    end = slots.get(outcome or "aborted") or {}
+    result: dict[str, Any] = {"imported": True}
+    if outcome is None and "aborted" not in slots:
+        result["error"] = "left running in the original's log; imported as history, not resumed"
+    elif isinstance(end.get("error"), (str, dict)):
+        result["error"] = end["error"]
+    return "aborted" if "aborted" in slots or outcome is None else outcome, result, end
+
+
 def _insert(ctx: LegacyContext, job_id: str, job: dict[str, Any]) -> None:
     slots = job["slots"]
     created = slots["created"]
     forked = slots.get("forked") or {}
     at = int(created["at"])
     last_at = max(int(e["at"]) for e in job["events"])
-    outcome = next((k for k in OUTCOMES if k in slots), None)
-    status = "aborted" if "aborted" in slots or outcome is None else outcome
+    status, result, end = _ending(slots)
     request = dict(created.get("request") or {}) if isinstance(created.get("request"), dict) else {}
     fork_thread = _thread(forked.get("fork") or forked.get("forkThreadId") or forked.get("threadId"))
     if fork_thread is not None and ctx.conn.execute("SELECT 1 FROM fork_jobs WHERE fork_thread = ?", (fork_thread,)).fetchone():
         fork_thread = None  # another job already owns that fork: keep the first
     if fork_thread is None:
         request["archiveFork"] = False  # nothing to archive: the fork's id was never logged
-    result: dict[str, Any] = {"imported": True}
-    end = slots.get(outcome or "aborted") or {}
-    if outcome is None and "aborted" not in slots:
-        result["error"] = "left running in the original's log; imported as history, not resumed"
-    elif isinstance(end.get("error"), (str, dict)):
-        result["error"] = end["error"]
     by = created.get("by") if isinstance(created.get("by"), str) else "external"
     conn = ctx.conn
     conn.execute(
