@@ -600,15 +600,9 @@ class CodexService:
         :returns: None when no app-server knows the id.
         :raises AgentLinkError: ``codex_unavailable`` when every app-server failed to answer.
         """
-        for link in [] if fresh else links:
-            tracker = link.tracker
-            if thread_id in tracker.subscribed and thread_id in tracker.threads and tracker.status.get(thread_id) in ("idle", "active"):
-                thread = tracker.threads[thread_id]
-                return Location(thread_id, thread, link, tracker.status[thread_id], False, [link])
-        recent = self._located.get(thread_id)
-        if not fresh and recent is not None and time.monotonic() - recent[0] < LOCATION_TTL_S \
-                and all(ln.alive for ln in recent[1].readers) and set(recent[1].readers) <= set(links):
-            return recent[1]
+        known = None if fresh else self._known(thread_id, links)
+        if known is not None:
+            return known
 
         async def read(link: Link) -> tuple[Link, dict[str, Any] | None, Exception | None]:
             try:
@@ -641,6 +635,19 @@ class CodexService:
             self._located.clear()
         self._located[thread_id] = (time.monotonic(), location)
         return location
+
+    def _known(self, thread_id: str, links: list[Link]) -> Location | None:
+        """Where ``thread_id`` is, without a request: a thread this process is subscribed to (from its tracker), else one
+        located in the last :data:`LOCATION_TTL_S` seconds through ``links`` still alive; else None."""
+        for link in links:
+            tracker = link.tracker
+            if thread_id in tracker.subscribed and thread_id in tracker.threads and tracker.status.get(thread_id) in ("idle", "active"):
+                return Location(thread_id, tracker.threads[thread_id], link, tracker.status[thread_id], False, [link])
+        recent = self._located.get(thread_id)
+        if recent is not None and time.monotonic() - recent[0] < LOCATION_TTL_S \
+                and all(ln.alive for ln in recent[1].readers) and set(recent[1].readers) <= set(links):
+            return recent[1]
+        return None
 
     async def list_threads(
         self, links: list[Link], *, archived: bool = False, search: str | None = None, cwd: str | list[str] | None = None,
