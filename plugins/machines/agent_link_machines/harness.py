@@ -37,6 +37,15 @@ def _session(view: dict[str, Any], machine: str, stale: bool, age: int | None) -
     )
 
 
+def _relay_problem(status: dict[str, Any] | None, config: Any) -> tuple[str | None, list[str]]:
+    """``(relay_not_running | engine_unreachable | None, its words)``: with either, every listing the relay copied is stale."""
+    if not relay_alive(status, config):
+        return "relay_not_running", ["this machine's relay is not running (agent-link machines status)"]
+    if not (status or {}).get("reachable"):
+        return "engine_unreachable", [f"the engine is unreachable ({(status or {}).get('error') or 'no answer'})"]
+    return None, []
+
+
 class MachinesHarness(Harness):
     """Sessions of the other machines, from the relay's copy of the engine's directory."""
 
@@ -52,15 +61,8 @@ class MachinesHarness(Harness):
             own = machine_name(config)
         except ValueError as exc:  # health names the setting; the listing says it cannot be trusted
             return SessionListing(provider={"available": False, "reason": "bad_setting", "detail": str(exc)}, complete=False)
-        # the relay stopped or cannot reach the engine: every listing it copied is stale
-        relay_problem = None
-        if not relay_alive(status, config):
-            relay_problem = "relay_not_running"
-        elif not (status or {}).get("reachable"):
-            relay_problem = "engine_unreachable"
+        relay_problem, details = _relay_problem(status, config)
         problems = [relay_problem] if relay_problem else []
-        details = {"relay_not_running": ["this machine's relay is not running (agent-link machines status)"],
-                   "engine_unreachable": [f"the engine is unreachable ({(status or {}).get('error') or 'no answer'})"]}.get(relay_problem or "", [])
         machines: dict[str, Any] = {}
         sessions: list[Session] = []
         for name, entry in sorted(((directory or {}).get("machines") or {}).items()):
