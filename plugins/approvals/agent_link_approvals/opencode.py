@@ -203,7 +203,17 @@ def check(layers: list[Layer], tools: Iterable[ToolInfo], all_tools: bool = Fals
                 entry["heldBack"].append({"key": key, "decision": action, "by": by, "from": source, "why": why})
             else:
                 wanted.setdefault(agent, []).append(key)
-    trial = _trial(layers, target, env, wanted)
+    _sort_wanted(_trial(layers, target, env, wanted), merged, wanted, entries)
+    top = entries.pop(None)
+    result.missing, result.held_back = top["missing"], top["heldBack"]
+    result.agents = list(entries.values())
+    return result
+
+
+def _sort_wanted(trial: Any, merged: Any, wanted: dict[str | None, list[str]], entries: dict[str | None, dict[str, Any]]) -> None:
+    """File each ``wanted`` key (of each agent, None: the top level) in its entry as ``missing`` when ``trial`` (the config
+    with them added to the target layer; None: it cannot be written) lets the tool run, else ``heldBack`` naming the later
+    layer that still decides."""
     view = trial if trial is not None else merged
     tables = {agent: (path, table) for agent, path, table in _tables(view)}
     for agent, keys in wanted.items():
@@ -215,10 +225,6 @@ def check(layers: list[Layer], tools: Iterable[ToolInfo], all_tools: bool = Fals
             else:  # a key added to the target would not decide: a later layer's does
                 entries[agent]["heldBack"].append({"key": key, "decision": action, "by": by,
                                                    "from": _source(view, path, table, by), "why": "layer"})
-    top = entries.pop(None)
-    result.missing, result.held_back = top["missing"], top["heldBack"]
-    result.agents = list(entries.values())
-    return result
 
 
 def parse(path: Path, raw: bytes | None) -> dict[str, Any]:
