@@ -210,7 +210,7 @@ def check(layers: list[Layer], tools: Iterable[ToolInfo], all_tools: bool = Fals
     return result
 
 
-def _sort_wanted(trial: Any, merged: Any, wanted: dict[str | None, list[str]], entries: dict[str | None, dict[str, Any]]) -> None:
+def _sort_wanted(trial: Merged | None, merged: Merged, wanted: dict[str | None, list[str]], entries: dict[str | None, dict[str, Any]]) -> None:
     """File each ``wanted`` key (of each agent, None: the top level) in its entry as ``missing`` when ``trial`` (the config
     with them added to the target layer; None: it cannot be written) lets the tool run, else ``heldBack`` naming the later
     layer that still decides."""
