@@ -202,7 +202,7 @@ async def send_reliably(
 
 
 def _idempotency(message_id: str | None, ttl_ms: int | None, envelope_format: str | None,
-                 texts: tuple[tuple[str, str, str | None], ...]) -> tuple[Any, ...]:
+                 texts: tuple[tuple[str, str, str | None], ...]) -> tuple[str | None, str | None, dict[str, Any]]:
     """``(ULID stored under, the UUID given or None, the fingerprint a resend must repeat)``; ``invalid_arguments``."""
     if ttl_ms is not None and ttl_ms <= 0:
         raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
