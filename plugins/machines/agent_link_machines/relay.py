@@ -260,6 +260,7 @@ class Relay:
         self.machines_seen: list[str] = []
         self.refused: str | None = None  # the last subject the server refused this user (is_permission_error)
         self.claimed: set[str] = set()  # machines whose name claim the engine showed (legacy_problem)
+        self.last_views: list[dict[str, Any]] = []  # the sessions of the last listing published (local_listing)
         self.routed: dict[str, str] = {}  # {address: machine} of the directory as forward_stranded last saw it
         self.beats = 0
 
@@ -487,7 +488,8 @@ class Relay:
         this plugin lists), its plain addresses, who holds each role here (another
         machine's send to ``role:<name>`` comes here when no session there holds it), its
         role enforcement mode (another machine applies it to direct mail to those holders)
-        and its role procedures' versions (another machine shows one that differs)."""
+        and its role procedures' versions (another machine shows one that differs). A harness whose listing is
+        incomplete (``incomplete``) keeps the sessions this relay published for it last."""
         from agent_link_core.directory import gather_listings, session_view
         from agent_link_presence.table import served_addresses
 
@@ -501,6 +503,11 @@ class Relay:
             views.append(view)
         served = served_addresses(self.app.store.conn, 1000)
         incomplete = sorted(n for n, listing in listings.items() if not listing.complete)
+        # a harness that could not list all its sessions now (its host slow or away) keeps those it listed last:
+        # another machine would refuse mail to them as not found meanwhile
+        listed = {view["address"] for view in views}
+        views += [view for view in self.last_views if view.get("harness") in incomplete and view["address"] not in listed]
+        self.last_views = views
         return {"at": now_ms(), "heartbeatMs": int(self.heartbeat_s * 1000), "machine": self.machine, "instance": self.instance,
                 "sessions": views, "served": served, "incomplete": incomplete, "roles": local_roles(self.app),
                 "roleEnforcement": local_enforcement(self.app), "procedures": local_procedures(self.app)}

@@ -223,6 +223,41 @@ def test_the_status_file_names_its_heartbeat_and_a_stop(tmp_path: Path) -> None:
         asyncio.run(app.aclose())
 
 
+def test_a_harness_that_cannot_list_now_keeps_the_sessions_it_listed_last(tmp_path: Path) -> None:
+    """A listing that fails or stops early this heartbeat (the host slow or away) must not take the harness's sessions out
+    of the directory: another machine would refuse mail to them as not found. A complete listing replaces them."""
+    from agent_link_core.harness import SessionListing
+    from agent_link_core.model import Session
+    from agent_link_machines.relay import Relay
+    from agent_link_testing.harnesses import HarnessPlugin, ScriptedHarness
+
+    class Flaky(ScriptedHarness):
+        answers: list[SessionListing | None] = []
+
+        async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+            answer = self.answers.pop(0)
+            return answer if answer is not None else await super().list_sessions(include_archived=include_archived, limit=limit)
+
+    flaky = Flaky("team", ("one", "two"))
+    app = App.create(env=env_for(tmp_path), extra_plugins=(HarnessPlugin(flaky),))
+    try:
+        relay = Relay(app)
+
+        def listed() -> tuple[list[str], list[str]]:
+            entry = asyncio.run(relay.local_listing())
+            return sorted(v["address"] for v in entry["sessions"] if v["harness"] == "team"), entry["incomplete"]
+
+        Flaky.answers = [None, SessionListing(provider={"available": False, "reason": "timeout"}, complete=False),
+                         SessionListing([Session("team:two", "team", "two")], complete=False),
+                         SessionListing([Session("team:three", "team", "three")])]
+        assert listed() == (["team:one", "team:two"], [])
+        assert listed() == (["team:one", "team:two"], ["team"])  # failed: kept
+        assert listed() == (["team:one", "team:two"], ["team"])  # stopped early: what it found, and the rest kept
+        assert listed() == (["team:three"], [])  # complete: as listed
+    finally:
+        asyncio.run(app.aclose())
+
+
 def test_an_engine_older_than_2_10_is_one_line_with_its_version(tmp_path: Path) -> None:
     from agent_link_machines.relay import MachinesError, Relay
 
