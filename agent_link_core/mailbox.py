@@ -6,7 +6,6 @@ inside its transaction and to ``agent_link_on_event`` after the commit (docs/sto
 from __future__ import annotations
 
 import _thread
-import contextlib
 import os
 import sqlite3
 import sys
@@ -443,15 +442,15 @@ class Mailbox:
     def count_open(self, recipient: str, *, undelivered_only: bool = False) -> int:
         """How many open messages ``recipient`` has (only undelivered ones with ``undelivered_only``)."""
         sql = "SELECT COUNT(*) FROM messages {} WHERE recipient = ? AND open = 1" + (" AND delivered_at IS NULL" if undelivered_only else "")
-        return int(self._select(self.store.conn, sql, (recipient,), retry_unindexed=True)[0][0])
+        return int(self._select(sql, (recipient,))[0][0])
 
-    @staticmethod
-    def _select(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, retry_unindexed: bool) -> list[sqlite3.Row]:
-        """A read; with ``retry_unindexed`` a damaged index is bypassed (``NOT INDEXED`` goes at ``{}``)."""
+    def _select(self, sql: str, params: tuple[Any, ...]) -> list[sqlite3.Row]:
+        """A read that bypasses a damaged index (``NOT INDEXED`` goes at ``{}``)."""
+        conn = self.store.conn
         try:
             return conn.execute(sql.format(""), params).fetchall()
         except sqlite3.DatabaseError as exc:
-            if not retry_unindexed or not is_corruption(exc):
+            if not is_corruption(exc):
                 raise
             return conn.execute(sql.format("NOT INDEXED"), params).fetchall()
 
@@ -521,27 +520,15 @@ class Mailbox:
         return self.record(conn, row["id"], "delivered", at, row["recipient"], {"evidence": evidence or {}}, via=via,
                            observed={"via": via, "evidence": evidence or {}})
 
-    def drain(self, recipient: str, limit: int, *, mark: bool, include_open: bool) -> tuple[list[sqlite3.Row], list[str]]:
-        """Up to ``limit`` messages for an inbox read: undelivered (oldest first), then with ``include_open`` open delivered ones;
-        with ``mark`` the undelivered are marked delivered (via ``inbox``) in one transaction. ``(rows as marked, ids newly marked)``."""
-        at = now_ms()
-        marked: list[str] = []
-        staged: list[Event | None] = []
-        # A peek only reads: it never waits for another process's write lock (WAL readers).
-        with self.store.write() if mark else contextlib.nullcontext(self.store.conn) as conn:
-            rows: list[sqlite3.Row] = []
-            for delivered in ("IS NULL", "IS NOT NULL") if include_open else ("IS NULL",):
-                if len(rows) < limit:
-                    rows += self._select(conn, f"SELECT * FROM messages {{}} WHERE recipient = ? AND open = 1 AND delivered_at {delivered}"
-                                         " ORDER BY sent_at, id LIMIT ?", (recipient, limit - len(rows)), retry_unindexed=not mark)
-            if mark:
-                for row in rows:
-                    if row["delivered_at"] is None:
-                        staged.append(self._set_delivered(conn, row, at, "inbox", None))
-                        marked.append(row["id"])
-                rows = self.rows([r["id"] for r in rows])  # as marked: one query, not one per row
-        self.publish(*staged)
-        return rows, marked
+    def drain(self, recipient: str, limit: int, *, include_open: bool) -> list[sqlite3.Row]:
+        """Up to ``limit`` messages for an inbox read, changing nothing: undelivered (oldest first), then with ``include_open``
+        open delivered ones (:meth:`mark_many_delivered` marks the ones shown)."""
+        rows: list[sqlite3.Row] = []
+        for delivered in ("IS NULL", "IS NOT NULL") if include_open else ("IS NULL",):
+            if len(rows) < limit:  # a read never waits for another process's write lock (WAL readers)
+                rows += self._select(f"SELECT * FROM messages {{}} WHERE recipient = ? AND open = 1 AND delivered_at"
+                                     f" {delivered} ORDER BY sent_at, id LIMIT ?", (recipient, limit - len(rows)))
+        return rows
 
     def _insert_row(self, conn: sqlite3.Connection, msg: OutgoingMessage, at: int, digest: str | None = None, *,
                     if_new: bool = False) -> sqlite3.Row | None:

@@ -60,7 +60,7 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
                                  {"messageId": row["id"], "expected": row["recipient"], "caller": caller.address})
         return _page(app, caller, row, offset, mark)
     held = app.hooks.held_messages(caller.address)
-    rows, _ = app.mailbox.drain(caller.address, limit + len(held), mark=False, include_open=include_open)
+    rows = app.mailbox.drain(caller.address, limit + len(held), include_open=include_open)
     rows = [r for r in rows if r["id"] not in held][:limit]
     messages = [app.mailbox.row_dict(row) for row in rows]  # each row's metadata decoded once, for its view and its envelope
     views = _views(app, rows, [m["metadata"] for m in messages])

@@ -62,7 +62,7 @@ def reference_inbox(app: App, caller: Caller, out: OutputBudget | None, *, limit
                                  {"messageId": row["id"], "expected": row["recipient"], "caller": caller.address})
         return _ref_page(app, caller, row, out, offset, mark)
     held = _ref_held(app, caller.address)
-    rows, _ = app.mailbox.drain(caller.address, limit + len(held), mark=False, include_open=include_open)
+    rows = app.mailbox.drain(caller.address, limit + len(held), include_open=include_open)
     rows = [r for r in rows if r["id"] not in held][:limit]
     chosen: list[Any] = []
     for row in rows:
