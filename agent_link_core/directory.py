@@ -240,27 +240,16 @@ class Directory:
             return {**out, "status": "resolved", "best": best, "candidates": [best], **more}
 
         if is_address(query):
-            scheme, _, ident = query.partition(":")
-            owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
-            if owner is not None:
-                session = await self.app._get_session(owner, ident)
-                if session is None:
-                    if (claimed := self.hooks.call("agent_link_resolve_elsewhere", address=query)) is None:
-                        return {**out, "status": "not_found"}
-                    return resolved({"address": query, "harness": scheme, **(claimed.get("session") or {})})
-                return resolved(session_view(session))
             try:
-                routed = await self.hooks.acall("agent_link_resolve_address", address=query, caller_address=caller.address)
+                found = await self._exact(query, caller, allow_archived=True)
             except AgentLinkError as exc:  # not found is a verdict here, not an error
                 if exc.code not in ("not_found", "ambiguous"):
                     raise
                 return {**out, "status": exc.code, "candidates": exc.details.get("candidates", []),
-                        "via": query if scheme == "role" else None}
-            if routed is not None:
-                return resolved({"address": routed["address"], "harness": address_scheme(routed["address"])}, via=routed.get("via"))
-            if scheme == "role":
+                        "via": query if query.startswith("role:") else None}
+            if found is None:  # a role, and no plugin resolves roles
                 return {**out, "status": "not_found"}
-            return resolved({"address": query, "harness": scheme, "known": False})  # no harness owns it: mail still works
+            return resolved(found[0], via=found[1])
         import asyncio
 
         chosen = [h for h in self.harnesses.values() if harness in ("all", h.name)]
@@ -296,26 +285,11 @@ class Directory:
         name an archived session (fuzzy queries never pick one).
         :raises AgentLinkError: ``not_found`` / ``ambiguous`` with candidates, ``archived``."""
         if is_address(to):
-            scheme, _, ident = to.partition(":")
-            owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
-            if owner is not None:
-                session = await self.app._get_session(owner, ident)
-                if session is None:
-                    if (claimed := self.elsewhere(to)) is not None:
-                        return to, None, claimed
-                    raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
-                if session.archived and not allow_archived:
-                    raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
-                return session.address, None, {}
-            routed = await self.hooks.acall("agent_link_resolve_address", address=to, caller_address=caller.address)
-            if routed is not None:
-                if routed.get("served") is True:
-                    self.served_elsewhere.add(routed["address"])
-                return routed["address"], routed.get("via"), dict(routed.get("metadata") or {})
-            if scheme == "role":
+            found = await self._exact(to, caller, allow_archived=allow_archived)
+            if found is None:
                 raise AgentLinkError("not_found", f"No plugin resolves {to}.", {"role": to, "candidates": []},
                                      hint="Install the roles plugin (agent-link-roles) to address roles.")
-            return to, None, {}
+            return found[0]["address"], found[1], found[2]
         verdict = await self.resolve_agent(to, caller=caller)
         if verdict["status"] == "resolved":
             best = verdict["best"]
@@ -333,6 +307,30 @@ class Directory:
         else:
             hint = "List agents with list_agents, or give an address such as <harness>:<id>."
         raise AgentLinkError("not_found", f"No agent matches {to!r}.", {"query": to, "candidates": short}, hint=hint)
+
+    async def _exact(self, to: str, caller: Caller, *, allow_archived: bool) -> tuple[dict[str, Any], str | None, dict[str, Any]] | None:
+        """An exact address as ``(its view, via, the message's metadata)``; None for a role no plugin resolves.
+        :raises AgentLinkError: ``not_found`` (no such session of its harness), ``archived``, a plugin's ``not_found`` /
+            ``ambiguous``."""
+        scheme, _, ident = to.partition(":")
+        owner = self.harnesses.get(scheme)  # None too when its harness cannot be built (reported)
+        if owner is not None:
+            session = await self.app._get_session(owner, ident)
+            if session is not None:
+                if session.archived and not allow_archived:
+                    raise AgentLinkError("archived", f"{to} is archived and cannot receive mail.", {"address": to})
+                return session_view(session), None, {}
+            if (claimed := self.hooks.call("agent_link_resolve_elsewhere", address=to)) is None:
+                raise AgentLinkError("not_found", f"No session {to} is known.", {"query": to, "candidates": []})
+            view = {"address": to, "harness": scheme, **(claimed.get("session") or {})}
+            return view, None, {**(claimed.get("metadata") or {}), "elsewhere": True}
+        routed = await self.hooks.acall("agent_link_resolve_address", address=to, caller_address=caller.address)
+        if routed is not None:
+            if routed.get("served") is True:
+                self.served_elsewhere.add(routed["address"])
+            view = {"address": routed["address"], "harness": address_scheme(routed["address"])}
+            return view, routed.get("via"), dict(routed.get("metadata") or {})
+        return None if scheme == "role" else ({"address": to, "harness": scheme, "known": False}, None, {})
 
     def elsewhere(self, address: str) -> dict[str, Any] | None:
         """A message's metadata when a plugin claims ``address`` (``agent_link_resolve_elsewhere``), else None."""

@@ -85,11 +85,8 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
     if not (mark and unread):
         return _warned(draft.result(count), warnings)
     marked = app.mailbox.mark_many_delivered(unread, "inbox")
-    # marking changed what remains (held mail is never chosen, nor marked)
-    held = app.hooks.held_messages(caller.address) - {row["id"] for row in rows[:count]}
-    views = _views(app, app.mailbox.rows([row["id"] for row in rows[:count]]))
-    return _warned(_assemble(caller.address, marked, views, _remaining(app, caller.address, held), len(held),
-                             render_inbox(rendered(count)[:count]), None), warnings)
+    return _warned(_marked(app, caller.address, marked, [row["id"] for row in rows[:count]], render_inbox(rendered(count)[:count]),
+                           None), warnings)
 
 
 def _warned(result: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str, Any]:
@@ -143,8 +140,12 @@ def _page(app: App, caller: Caller, row: Any, offset: int, mark: bool, envelope:
     end, warnings = app.hooks.fit_read(caller, draft)
     out = draft.result(total if end is None else end)
     if end in (None, total) and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
-        [view] = _views(app, app.mailbox.rows([row["id"]]))
-        held = app.hooks.held_messages(caller.address) - {row["id"]}
-        out = _assemble(caller.address, [row["id"]], [view], _remaining(app, caller.address, held), len(held),
-                        out["renderedBlock"], out["page"])
+        out = _marked(app, caller.address, [row["id"]], [row["id"]], out["renderedBlock"], out["page"])
     return _warned(out, warnings)
+
+
+def _marked(app: App, address: str, marked: list[str], shown: list[str], block: str, page: dict[str, Any] | None) -> dict[str, Any]:
+    """The result once ``marked`` are delivered: the ``shown`` messages viewed again, and what remains counted again (held
+    mail is never shown, nor marked)."""
+    held = app.hooks.held_messages(address) - set(shown)
+    return _assemble(address, marked, _views(app, app.mailbox.rows(shown)), _remaining(app, address, held), len(held), block, page)
