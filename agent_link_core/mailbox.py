@@ -507,18 +507,14 @@ class Mailbox:
                     self.record(conn, message_id, "delivered", row["delivered_at"], row["recipient"],
                                 {"evidence": evidence or {}, "afterResolution": True}, via=via)
                     continue
-                staged.append(self._set_delivered(conn, row, at, via, evidence))
+                still_open = int(row["anticipation"] != "fyi" and not conn.execute(
+                    "SELECT 1 FROM resolutions WHERE message_id = ?", (message_id,)).fetchone())
+                conn.execute("UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?), delivered_via = ?,"
+                             " open = ? WHERE id = ?", (at, at, via, still_open, message_id))
+                staged.append(self.record(conn, message_id, "delivered", at, row["recipient"], {"evidence": evidence or {}}, via=via,
+                                          observed={"via": via, "evidence": evidence or {}}))
         self.publish(*staged)
         return marked
-
-    def _set_delivered(self, conn: sqlite3.Connection, row: sqlite3.Row, at: int, via: str,
-                       evidence: dict[str, Any] | None) -> Event | None:
-        still_open = int(row["anticipation"] != "fyi" and not conn.execute(
-            "SELECT 1 FROM resolutions WHERE message_id = ?", (row["id"],)).fetchone())
-        conn.execute("UPDATE messages SET delivered_at = ?, first_delivered_at = COALESCE(first_delivered_at, ?), delivered_via = ?,"
-                     " open = ? WHERE id = ?", (at, at, via, still_open, row["id"]))
-        return self.record(conn, row["id"], "delivered", at, row["recipient"], {"evidence": evidence or {}}, via=via,
-                           observed={"via": via, "evidence": evidence or {}})
 
     def drain(self, recipient: str, limit: int, *, include_open: bool) -> list[sqlite3.Row]:
         """Up to ``limit`` messages for an inbox read, changing nothing: undelivered (oldest first), then with ``include_open``

@@ -145,7 +145,6 @@ def _page(app: App, caller: Caller, row: Any, offset: int, mark: bool, envelope:
 
 
 def _marked(app: App, address: str, marked: list[str], shown: list[str], block: str, page: dict[str, Any] | None) -> dict[str, Any]:
-    """The result once ``marked`` are delivered: the ``shown`` messages viewed again, and what remains counted again (held
-    mail is never shown, nor marked)."""
+    """The result once ``marked`` are delivered: ``shown`` viewed again, what remains (held mail is never shown) counted again."""
     held = app.hooks.held_messages(address) - set(shown)
     return _assemble(address, marked, _views(app, app.mailbox.rows(shown)), _remaining(app, address, held), len(held), block, page)
