@@ -296,7 +296,9 @@ class Directory:
             if best.get("archived"):
                 raise AgentLinkError("archived", f"{best['address']} is archived and cannot receive mail.", {"address": best["address"]})
             # a session of an installed harness that another plugin listed (served elsewhere)
-            return best["address"], None, (self.elsewhere(best["address"]) if address_scheme(best["address"]) in self.harnesses else None) or {}
+            owned = address_scheme(best["address"]) in self.harnesses
+            claimed = self.hooks.call("agent_link_resolve_elsewhere", address=best["address"]) if owned else None
+            return best["address"], None, {} if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
         short = [{"address": c["address"], "title": c.get("title")} for c in verdict["candidates"][:5]]
         if verdict["status"] == "ambiguous":
             raise AgentLinkError("ambiguous", f"{to!r} matches several agents.", {"query": to, "candidates": short},
@@ -331,11 +333,6 @@ class Directory:
             view = {"address": routed["address"], "harness": address_scheme(routed["address"])}
             return view, routed.get("via"), dict(routed.get("metadata") or {})
         return None if scheme == "role" else ({"address": to, "harness": scheme, "known": False}, None, {})
-
-    def elsewhere(self, address: str) -> dict[str, Any] | None:
-        """A message's metadata when a plugin claims ``address`` (``agent_link_resolve_elsewhere``), else None."""
-        claimed = self.hooks.call("agent_link_resolve_elsewhere", address=address)
-        return None if claimed is None else {**(claimed.get("metadata") or {}), "elsewhere": True}
 
     async def resolve_target(self, target: str, caller: Caller) -> str:
         """Turn a CLI target into a recipient address: an address, a form a plugin resolves (``agent_link_resolve_address``:
