@@ -414,6 +414,7 @@ def agent_link_mcp_connection(write: Any, app: App) -> Any:
     after the harnesses' ``mcp_capabilities``, before the client's first message.
 
     :param write: the transport's stream of outbound ``SessionMessage`` (MCP SDK); the plugin may write notifications to it.
+    :param app: the server's App.
     :returns: None, or a peer that every harness's ``serve`` receives, with ``inbound(item) -> SessionMessage | None`` (each
         item read from the client, before the SDK's server sees it; an answer is written back instead of passing it on),
         ``outbound(item) -> None`` (each item the server writes, before it is written) and ``view() -> dict``
