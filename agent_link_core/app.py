@@ -29,7 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
     from agent_link_core.directory import Directory
-    from agent_link_core.harness import Harness, McpPeer
+    from agent_link_core.harness import Harness
     from agent_link_core.sending import Outbox
 
 log = LazyLogger(__name__)
@@ -77,7 +77,7 @@ class App:
             self.read_only = self.store.refusal = refusal
         self.mailbox = Mailbox(self.store, config, hooks)
         #: the MCP client connection when this process is an MCP server (set by the server)
-        self.mcp_peer: McpPeer | None = None
+        self.mcp_connection: tuple[str, Any] | None = None  # (plugin, peer): agent_link_mcp_connection
         for harness in self.harnesses.built():
             self._attach_harness(harness)
 

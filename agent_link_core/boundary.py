@@ -244,6 +244,8 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_suggest_addresses": expect(_each(_str), "expected None or a list of addresses"),
     "agent_link_push_reminders": expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
     "agent_link_server_tasks": expect(_each(callable), "expected None or a list of coroutine functions"),
+    "agent_link_mcp_connection": expect(lambda r: all(callable(getattr(r, m, None)) for m in ("inbound", "outbound", "view")),
+                                        "expected None or a peer with inbound, outbound and view"),
     "agent_link_session_roles": expect(lambda r: isinstance(r, dict) and all(_str(k) and _each(_str, (list,))(v) for k, v in r.items()),
                                        "expected {address: [role name, ...]}"),
     "agent_link_listed_tools": expect(_each(_str), "expected None or a list of tool names"),

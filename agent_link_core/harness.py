@@ -20,43 +20,6 @@ if TYPE_CHECKING:
     Check: TypeAlias = Callable[[Any, str], str | None] | type
 
 
-class PeerGone(Exception):
-    """The MCP client's connection is closed; nothing was written."""
-
-
-#: ``McpPeer.era``: the connection opened with ``initialize`` (MCP revisions up to 2025-11-25)
-HANDSHAKE = "handshake"
-#: ``McpPeer.era``: the stateless revision 2026-07-28 (``server/discover``, per-request ``_meta``): no path for notifications outside a request
-STATELESS = "stateless"
-
-
-class McpPeer:
-    """The MCP client connection as :meth:`Harness.serve` sees it: it exists before the client's first message and fills
-    in as the connection opens.
-
-    :param notify: ``async (method, params) -> None`` writing one JSON-RPC notification, returning once the transport has
-        it; raises :class:`PeerGone` when it cannot be written.
-    :param client_info: the client's ``clientInfo`` (name, version); ``{}`` until it says it.
-
-    Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS`, None before the first request), ``protocol_version`` (e.g.
-    ``"2025-11-25"``), ``initialized`` (a handshake client sent ``notifications/initialized``: notifications may be
-    written), ``discover_refused``.
-    """
-
-    def __init__(self, notify: Callable[[str, Mapping[str, Any]], Awaitable[None]], client_info: Mapping[str, Any] | None = None) -> None:
-        self.notify = notify
-        self.client_info = dict(client_info or {})
-        self.era: str | None = None
-        self.protocol_version: str | None = None
-        self.initialized = False
-        self.discover_refused = False
-
-    def view(self) -> dict[str, Any]:
-        """What health shows about the connection."""
-        return {"era": self.era, "protocolVersion": self.protocol_version, "initialized": self.initialized, "discoverRefused": self.discover_refused,
-                "client": {k: self.client_info.get(k) for k in ("name", "version")} if self.client_info else None}
-
-
 class SessionListing(Struct):
     """What one harness found.
 
@@ -197,15 +160,10 @@ class Harness:
         """Experimental MCP capabilities to advertise at ``initialize`` (``{name: {}}``)."""
         return {}
 
-    def needs_handshake(self, app: Any) -> bool:
-        """True when this harness writes notifications outside any request (a live channel), which the stateless revision
-        has no path for: the server then refuses ``server/discover`` so that clients use the ``initialize`` handshake.
-        Asked once, after :meth:`mcp_capabilities`."""
-        return False
-
-    async def serve(self, app: Any, peer: McpPeer) -> None:
+    async def serve(self, app: Any, peer: Any) -> None:
         """Background work of an MCP server process (e.g. pushing new mail), started before the client's first message and
-        cancelled when the connection ends: check ``peer.era`` / ``peer.initialized`` before writing notifications."""
+        cancelled when the connection ends. ``peer``: what the plugin watching the connection answered
+        (``agent_link_mcp_connection``), or None."""
 
     def health(self) -> dict[str, Any]:
         """This harness's health section (cheap, never raises)."""

@@ -50,8 +50,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         },
         "reminders": {"limit": app.config.reminder_limit, "intervalMs": app.config.reminder_interval_ms},
         "harnesses": {name: _harness_health(app, h) for name, h in list(app.harnesses.items())},
-        # the negotiated MCP revision and client; None outside an MCP server
-        "mcp": app.mcp_peer.view() if app.mcp_peer is not None else None,
+        "mcp": _connection_view(app),
         "sections": app.hooks.health_sections(),
     }
     out["plugins"] = plugins_view(app)
@@ -70,6 +69,15 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
     if include_caller_context:
         out["callerContext"] = {"meta": json.loads(json.dumps(meta or {}, default=str)), "source": caller.source}
     return out
+
+
+def _connection_view(app: App) -> dict[str, Any] | None:
+    """The MCP connection (revision, client) as the plugin watching it shows it; None outside an MCP server or unwatched."""
+    if app.mcp_connection is None:
+        return None
+    plugin, peer = app.mcp_connection
+    return app.hooks.boundary.call(plugin, "agent_link_mcp_connection.view", lambda: peer.view(), check=boundary.expect(
+        lambda r: isinstance(r, dict), "expected a dict"))
 
 
 def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -443,6 +443,11 @@ class Hooks:
         _, call = self._run("agent_link_server_tasks")
         return [(plugin, task) for plugin, answer in reversed(call.answers) for task in answer]
 
+    def mcp_connection(self, write: Any) -> tuple[str, Any] | None:
+        """``(plugin, its answer)`` of the plugin that watches an MCP connection (``agent_link_mcp_connection``), or None."""
+        answer, call = self._run("agent_link_mcp_connection", write=write)
+        return None if answer is None else (call.answers[-1][0], answer)
+
     def health_sections(self) -> dict[str, Any]:
         """Each plugin's health section; a failing one reports its error under the plugin's name."""
         results, call = self._run("agent_link_health")

@@ -4,7 +4,6 @@ Nothing here writes to stdout except the MCP transport; logs go to stderr or the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -19,14 +18,14 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server import Server
+from mcp.shared.message import SessionMessage
 
 from agent_link_core import __version__, discovery, reminders
 from agent_link_core.hook import refresh_registry
 from agent_link_core.app import App
 from agent_link_core.boundary import expect
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.handshake import LinkStreams
-from agent_link_core.harness import PeerGone, call_harness
+from agent_link_core.harness import call_harness
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
 
@@ -124,19 +123,69 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     if app.read_only is not None:  # opened only to be read: say once why, not per write refused
         log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
     capabilities = mcp_capabilities(app)
-    refuse_discover = any(call_harness(app.hooks, harness, "needs_handshake", partial(harness.needs_handshake, app), default=False)
-                          for harness in list(app.harnesses.values()))
-    link = LinkStreams(read_stream, write_stream, refuse_discover=refuse_discover)
-    app.mcp_peer = link.peer
+    app.mcp_connection = app.hooks.mcp_connection(write_stream)
+    peer = None
+    if app.mcp_connection is not None:
+        plugin, peer = app.mcp_connection
+        read_stream, write_stream = (_Watched(app, plugin, peer, read_stream, write_stream),
+                                     _Watched(app, plugin, peer, write_stream, write_stream))
     async with anyio.create_task_group() as tg:
         tg.start_soon(_reminder_loop, app)
         for plugin, task in app.hooks.server_tasks():
             tg.start_soon(_guarded, app, plugin, "agent_link_server_tasks", task)
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, app, app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
-                          f"harness.{harness.name}.serve", partial(harness.serve, app, link.peer))
-        await server.run(link.reader, link.writer, server.create_initialization_options(experimental_capabilities=capabilities))
+                          f"harness.{harness.name}.serve", partial(harness.serve, app, peer))
+        await server.run(read_stream, write_stream, server.create_initialization_options(experimental_capabilities=capabilities))
         tg.cancel_scope.cancel()
+
+
+class _Watched:
+    """One side of the transport (``inner``: its read or write stream) as the SDK's server gets it while ``plugin`` watches
+    the connection (``agent_link_mcp_connection``): each item passes ``peer.inbound`` or ``peer.outbound`` through the
+    boundary first; a watcher that faults lets the item through as it is."""
+
+    def __init__(self, app: App, plugin: str, peer: Any, inner: Any, write: Any) -> None:
+        self._boundary, self._plugin, self._peer, self._inner, self._write = app.hooks.boundary, plugin, peer, inner, write
+
+    def _told(self, method: str, item: Any) -> Any:
+        return self._boundary.call(self._plugin, f"agent_link_mcp_connection.{method}", lambda: getattr(self._peer, method)(item),
+                                   check=_ANSWER if method == "inbound" else None)
+
+    @property
+    def last_context(self) -> Any:
+        """The transport's sender context of the last item, when it has one (the SDK reads it)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while (answer := self._told("inbound", item := await self._inner.receive())) is not None:
+            await self._write.send(answer)
+        return item
+
+    async def send(self, item: Any) -> None:
+        self._told("outbound", item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+_ANSWER = expect(lambda r: isinstance(r, SessionMessage), "expected None or a SessionMessage to answer with")
 
 
 def mcp_capabilities(app: App) -> dict[str, dict[str, Any]]:
@@ -213,9 +262,8 @@ async def serve_unavailable(error: AgentLinkError) -> None:
 
 async def _guarded(app: App, plugin: str, hook: str, make: Callable[[], Awaitable[Any]]) -> None:
     """Run ``plugin``'s background task through the one guard: what it raises (SystemExit too) is that plugin's problem,
-    never the server's end; a client gone (:class:`PeerGone`) ends it quietly."""
-    with contextlib.suppress(PeerGone):
-        await app.hooks.boundary.acall(plugin, hook, make, bound_s=None, passing=(PeerGone,), background=True)
+    never the server's end."""
+    await app.hooks.boundary.acall(plugin, hook, make, bound_s=None, background=True)
 
 
 def main() -> None:

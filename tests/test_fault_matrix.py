@@ -153,6 +153,22 @@ def agent_link_server_tasks():
     return [task]
 
 
+class Watcher:
+    def inbound(self, item):
+        return act("watch", None, wrong="not a message")
+
+    def outbound(self, item):
+        act("watch", None)
+
+    def view(self):
+        return act("watch", {"watched": True}, wrong=["not", "a", "dict"])
+
+
+@hookimpl
+def agent_link_mcp_connection(write):
+    return act("connection", Watcher(), wrong=42)
+
+
 @hookimpl
 def agent_link_app_opened():
     return act("opened", None, wrong=42)
@@ -216,6 +232,9 @@ PLACES: dict[str, tuple[str, ...]] = {
     # an MCP server's background work: a harness's serve, a plugin's server task
     "serve": ("raise", "exit", "interrupt", "hang"),
     "server_task": ("raise", "exit", "interrupt", "hang"),
+    # the watch of an MCP connection: the hook's call, then each message read and written, and health's view of it
+    "connection": ("raise", "exit", "interrupt", "wrong", "hang"),
+    "watch": ("raise", "exit", "interrupt", "wrong", "hang"),
 }
 # which surfaces reach each place
 CLI_SEND = {"import", "register", "opened", "identify", "event", "envelope", "deliver"}

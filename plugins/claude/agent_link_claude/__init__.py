@@ -4,6 +4,7 @@
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
 AGENT_LINK_HOOKS = {"agent_link_claude.plugin": (
     "agent_link_before_send",
+    "agent_link_mcp_connection",
     "agent_link_register_commands",
     "agent_link_register_harnesses",
     "agent_link_register_legacy_importers",

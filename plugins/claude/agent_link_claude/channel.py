@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_core.model import EXTERNAL, INVALID, address_scheme, is_address
@@ -43,9 +42,21 @@ from agent_link_claude.procs import proc_start, same_process
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
 
+    from agent_link_claude.connection import McpPeer
+
     from agent_link_core.app import App
 
 log = logging.getLogger(__name__)
+
+#: ``McpPeer.era`` (:mod:`agent_link_claude.connection`): the connection opened with ``initialize`` (MCP revisions up to 2025-11-25)
+HANDSHAKE = "handshake"
+#: ``McpPeer.era``: the stateless revision 2026-07-28 (``server/discover``, per-request ``_meta``): no path for notifications outside a request
+STATELESS = "stateless"
+
+
+class PeerGone(Exception):
+    """The MCP client's connection is closed; nothing was written."""
+
 
 CAPABILITY = "claude/channel"
 METHOD = "notifications/claude/channel"

@@ -34,6 +34,7 @@ Delivery states (``Delivery.state``; ``message_claude_session``'s ``delivery``):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -41,7 +42,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SessionListing
+from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionListing
 from agent_link_core.json_files import read_json_object
 from agent_link_core.mailbox import iso
 from agent_link_hostkit.hook_runs import last_runs
@@ -56,6 +57,7 @@ from agent_link_claude.channel import (
     ChannelBridge,
     GateState,
     GlobalConfigReader,
+    PeerGone,
     active_bridges,
     connection_gate,
     evaluate_gate,
@@ -75,6 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.mailbox import Mailbox
 
     from agent_link_claude import native  # annotations only: native loads in the methods that push
+    from agent_link_claude.connection import McpPeer
 
 T = TypeVar("T")
 NAME = "claude"
@@ -146,6 +149,7 @@ class ClaudeHarness(Harness):
         self.index = SessionIndex(self.env)
         self.bridge = BridgeStatus()
         self.channel_declared = False
+        self.peer: McpPeer | None = None  # the MCP connection while serving
         self._lock = threading.Lock()
         # (config dir, pid) of the claude process among our ancestors, and when we last looked
         self._ancestor: tuple[str, int | None, float] | None = None
@@ -446,18 +450,15 @@ class ClaudeHarness(Harness):
         self.channel_declared = self.channel_wanted(app)
         return {CAPABILITY: {}} if self.channel_declared else {}
 
-    def needs_handshake(self, app: App) -> bool:
-        """True while the channel is declared: Claude Code takes channel notifications only on a
-        connection opened with ``initialize`` (2.1.332 opens with ``server/discover`` and falls
-        back to ``initialize`` when the server refuses it)."""
-        return self.channel_declared
-
-    async def serve(self, app: App, peer: McpPeer) -> None:
-        """Run the channel bridge from server start (only when the capability was declared);
-        it pushes once the connection can carry a channel notification (:func:`connection_gate`)."""
+    async def serve(self, app: App, peer: McpPeer | None) -> None:
+        """Run the channel bridge from server start (only when the capability was declared and
+        this plugin watches the connection: ``agent_link_mcp_connection``); it pushes once the
+        connection can carry a channel notification (:func:`connection_gate`), until the client is gone."""
         from agent_link_claude import native
+        from agent_link_claude.connection import McpPeer
 
-        if not self.channel_declared:
+        self.peer = watched = peer if isinstance(peer, McpPeer) else None
+        if not self.channel_declared or watched is None:
             self.bridge.gate = GateState(False, "channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL")
                                          else "channel_not_declared")
             return
@@ -470,7 +471,7 @@ class ClaudeHarness(Harness):
             return found[0] if found else None
 
         def gate() -> GateState:
-            closed = connection_gate(peer)
+            closed = connection_gate(watched)
             if closed is not None:
                 return closed
             # senders push into a session with an inbox socket themselves; a channel push too
@@ -478,9 +479,10 @@ class ClaudeHarness(Harness):
             sid = current()
             if sid is not None and self.inbox_enabled() and native.find_inbox(self.index.config_dir, sid) is not None:
                 return GateState(False, "native_inbox")
-            return evaluate_gate(app.env, argv, config.read(), peer.client_info.get("name"))
+            return evaluate_gate(app.env, argv, config.read(), watched.client_info.get("name"))
 
-        await ChannelBridge(gate, current, self.bridge).run(app, peer)
+        with contextlib.suppress(PeerGone):
+            await ChannelBridge(gate, current, self.bridge).run(app, watched)
 
     # -- health --------------------------------------------------------------------------
 
@@ -557,7 +559,7 @@ class ClaudeHarness(Harness):
             late = self.confirm_late()
         except Exception as exc:  # health must answer even with a broken database
             late = f"{type(exc).__name__}: {exc}"[:200]
-        peer = self.app.mcp_peer if self.app is not None else None
+        peer = self.peer
         return {
             "configDir": cfg,
             "configDirExists": os.path.isdir(cfg),

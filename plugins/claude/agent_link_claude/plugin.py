@@ -1,6 +1,6 @@
 """Entry point of the agent-link claude plugin, registered under the ``agent_link`` group.
 
-Contributes the ``claude`` harness, its prompt-hook adapter, the ``claude-peers`` command, the Claude session tools, the plugin's settings, and one
+Contributes the ``claude`` harness, its prompt-hook adapter, the watch of the MCP connection its channel needs, the ``claude-peers`` command, the Claude session tools, the plugin's settings, and one
 ``before_send`` rule (mailbox-only delivery asked through message_claude_session is stored
 with the message, so the recipient's channel bridge leaves it alone).
 """
@@ -50,6 +50,15 @@ HARNESS = HarnessDeclaration(
 def agent_link_register_harnesses(register: Callable[[HarnessDeclaration], None]) -> None:
     """The ``claude`` harness (declared: :data:`HARNESS`)."""
     register(HARNESS)
+
+
+@hookimpl
+def agent_link_mcp_connection(write: Any, app: Any) -> Any:
+    """Watch every MCP connection (health's ``mcp``; the channel's gate reads it), refusing ``server/discover`` while the
+    ``claude`` harness declares its channel (:mod:`agent_link_claude.connection`)."""
+    from agent_link_claude.connection import McpPeer
+
+    return McpPeer(write, refuse_discover=bool(getattr(app.harnesses.get("claude"), "channel_declared", False)))
 
 
 @hookimpl

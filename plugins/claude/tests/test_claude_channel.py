@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -12,10 +13,13 @@ import pytest
 
 from agent_link_claude.channel import (
     CHANNEL_BUDGET_BYTES,
+    HANDSHAKE,
     METHOD,
+    STATELESS,
     BridgeStatus,
     ChannelBridge,
     GateState,
+    PeerGone,
     active_bridges,
     channel_entries,
     channel_meta,
@@ -23,9 +27,9 @@ from agent_link_claude.channel import (
     evaluate_gate,
 )
 from agent_link_claude import channel as channel_mod
+from agent_link_claude.connection import McpPeer
 from agent_link_claude.harness import ClaudeHarness
 from agent_link_core.app import App
-from agent_link_core.harness import HANDSHAKE, STATELESS, McpPeer, PeerGone
 from agent_link_core.model import Caller
 from agent_link_waits.waits import waits_of
 
@@ -92,11 +96,12 @@ class RecordingPeer(McpPeer):
     """A peer that records notifications; ``fail`` makes the next writes raise it."""
 
     def __init__(self) -> None:
-        super().__init__(self._write, {"name": "claude-code"})
+        super().__init__(None)
+        self.client_info = {"name": "claude-code"}
         self.sent: list[tuple[str, dict[str, Any]]] = []
         self.fail: Exception | None = None
 
-    async def _write(self, method: str, params: dict[str, Any]) -> None:
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
         if self.fail is not None:
             raise self.fail
         self.sent.append((method, json.loads(json.dumps(params))))

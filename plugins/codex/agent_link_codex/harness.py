@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, McpPeer, OutputBudget, SendOption, SessionListing
+from agent_link_core.harness import Delivery, Harness, OutputBudget, SendOption, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
@@ -525,7 +525,7 @@ class CodexHarness(Harness):
         return Delivery(delivered=True, via=VIA, state="accepted_by_app_server", evidence=proof)
 
     # background ------------------------------------------------------------------------
-    async def serve(self, app: Any, peer: McpPeer) -> None:
+    async def serve(self, app: Any, peer: Any) -> None:
         """Background delivery while the MCP client is connected (the App's ``aclose`` then
         stops what this harness holds). Starts by reaping private app-servers whose
         agent-link owner died."""

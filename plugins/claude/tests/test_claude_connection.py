@@ -1,7 +1,8 @@
-"""The MCP connection's opening under both protocol revisions (agent_link_core.handshake).
+"""The MCP connection's opening under both protocol revisions (agent_link_claude.connection).
 
 The server runs in-process over memory streams (``serve_streams``) with a test harness whose
-background task records what it sees; the client is the MCP SDK's ``ClientSession`` opening
+background task records what it sees, watched by a test plugin that answers
+``agent_link_mcp_connection`` as the claude plugin does; the client is the MCP SDK's ``ClientSession`` opening
 the connection with ``initialize`` (the handshake revisions), with ``server/discover`` (the
 stateless revision 2026-07-28), or the way current hosts do: ``server/discover`` first, and
 ``initialize`` when the server answers "method not found".
@@ -21,11 +22,15 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from agent_link_core import hookimpl
 from agent_link_core.app import App
-from agent_link_core.handshake import LinkStreams
-from agent_link_core.harness import HANDSHAKE, STATELESS, Harness, McpPeer, PeerGone
+from agent_link_core.harness import Harness
 from agent_link_core.server import serve_streams
 from agent_link_testing.harnesses import HarnessPlugin
+
+from agent_link_claude import plugin
+from agent_link_claude.channel import HANDSHAKE, STATELESS, PeerGone
+from agent_link_claude.connection import McpPeer
 
 pytestmark = pytest.mark.anyio
 ALL_PLUGINS = " ".join(sorted(ep.name for ep in importlib.metadata.entry_points(group="agent_link")))
@@ -45,9 +50,6 @@ class BackgroundHarness(Harness):
         self.cancelled = anyio.Event()
         self.peer: McpPeer | None = None
 
-    def needs_handshake(self, app: Any) -> bool:
-        return self.handshake
-
     async def serve(self, app: Any, peer: McpPeer) -> None:
         self.peer = peer
         self.started.set()
@@ -57,12 +59,20 @@ class BackgroundHarness(Harness):
             self.cancelled.set()
 
 
+class WatchingPlugin(HarnessPlugin):
+    """Registers the harness and watches the connection, refusing ``server/discover`` when it needs the handshake."""
+
+    @hookimpl
+    def agent_link_mcp_connection(self, write: Any) -> McpPeer:
+        return McpPeer(write, refuse_discover=any(h.handshake for h in self.harnesses if isinstance(h, BackgroundHarness)))
+
+
 @asynccontextmanager
 async def served(harness: BackgroundHarness, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[App, Any, Any]]:
     """An App serving one connection; yields (app, client read stream, client write stream)."""
     monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", ALL_PLUGINS)
     monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:me")
-    app = App.create(extra_plugins=(HarnessPlugin(harness),))
+    app = App.create(extra_plugins=(WatchingPlugin(harness),))
     to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](16)
     try:
@@ -100,7 +110,8 @@ async def test_background_starts_before_the_client_speaks_under_either_revision(
     async with served(harness, monkeypatch) as (app, read, write):
         with anyio.fail_after(BOUND_S):
             await harness.started.wait()  # no client message was sent yet
-        assert harness.peer is not None and harness.peer is app.mcp_peer and harness.peer.era is None and harness.peer.client_info == {}
+        assert app.mcp_connection is not None and harness.peer is app.mcp_connection[1]
+        assert harness.peer is not None and harness.peer.era is None and harness.peer.client_info == {}
         async with ClientSession(read, write, client_info=CLIENT) as session:
             with anyio.fail_after(BOUND_S):
                 await open_connection(session, how)
@@ -120,8 +131,9 @@ async def test_a_refused_discover_is_method_not_found_and_never_reaches_the_serv
         assert refused.value.error.data["method"] == "server/discover"
         with anyio.fail_after(BOUND_S):
             init = await session.initialize()
-        assert init.protocol_version == "2025-11-25" and app.mcp_peer is not None
-        assert app.mcp_peer.discover_refused and app.mcp_peer.era == HANDSHAKE
+        assert init.protocol_version == "2025-11-25" and app.mcp_connection is not None
+        peer = app.mcp_connection[1]
+        assert peer.discover_refused and peer.era == HANDSHAKE
 
 
 def request(id_: int, method: str, params: dict[str, Any] | None = None) -> SessionMessage:
@@ -149,41 +161,40 @@ async def test_notifications_reach_a_handshake_client_and_fail_once_it_is_gone(m
         await peer.notify(PUSH, {"n": 2})
 
 
-async def test_link_streams_record_the_stateless_envelope() -> None:
-    to_link, link_reads = anyio.create_memory_object_stream[Any](4)
-    link_writes, _answers = anyio.create_memory_object_stream[Any](4)
-    link = LinkStreams(link_reads, link_writes)
+async def test_the_peer_records_the_stateless_envelope() -> None:
+    peer = McpPeer(None)
     meta = {types.PROTOCOL_VERSION_META_KEY: "2026-07-28", types.CLIENT_INFO_META_KEY: {"name": "new", "version": "2"},
             types.CLIENT_CAPABILITIES_META_KEY: {}}
-    await to_link.send(request(7, "tools/list", {"_meta": meta}))
-    await to_link.send(ValueError("a line that was not JSON-RPC"))
     # both pass through to the SDK untouched; the envelope is recorded on the way
-    assert isinstance(await link.reader.receive(), SessionMessage)
-    assert isinstance(await link.reader.receive(), ValueError)
-    assert link.peer.view() == {"era": STATELESS, "protocolVersion": "2026-07-28", "initialized": False,
-                                "discoverRefused": False, "client": {"name": "new", "version": "2"}}
+    assert peer.inbound(request(7, "tools/list", {"_meta": meta})) is None
+    assert peer.inbound(ValueError("a line that was not JSON-RPC")) is None
+    assert peer.view() == {"era": STATELESS, "protocolVersion": "2026-07-28", "initialized": False,
+                           "discoverRefused": False, "client": {"name": "new", "version": "2"}}
 
 
 async def test_initialized_read_before_the_initialize_answer_went_out_still_counts() -> None:
     """A client may send ``notifications/initialized`` right behind ``initialize``; the reader
     can see it before the SDK's answer passes the writer (the event-loop reader does), and the
     peer must still count as initialized (Claude Code's channel gate reads it)."""
-    to_link, link_reads = anyio.create_memory_object_stream[Any](4)
-    link_writes, answers = anyio.create_memory_object_stream[Any](4)
-    link = LinkStreams(link_reads, link_writes)
-    await to_link.send(request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                 "clientInfo": {"name": "fast", "version": "1"}}))
-    await to_link.send(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
-    await link.reader.receive()
-    await link.reader.receive()
-    assert not link.peer.initialized  # the answer has not gone out yet
-    await link.writer.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"protocolVersion": "2025-06-18"})))
-    await answers.receive()
-    assert (link.peer.era, link.peer.initialized) == (HANDSHAKE, True)
+    peer = McpPeer(None)
+    peer.inbound(request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                           "clientInfo": {"name": "fast", "version": "1"}}))
+    peer.inbound(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
+    assert not peer.initialized  # the answer has not gone out yet
+    peer.outbound(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"protocolVersion": "2025-06-18"})))
+    assert (peer.era, peer.initialized) == (HANDSHAKE, True)
+
+
+@pytest.mark.parametrize("declared", [False, True])
+async def test_the_claude_plugin_watches_every_connection_and_refuses_discover_while_its_channel_is_declared(declared: bool) -> None:
+    app = type("FakeApp", (), {"harnesses": {"claude": type("H", (), {"channel_declared": declared})()}})()
+    peer = plugin.agent_link_mcp_connection(None, app)
+    assert isinstance(peer, McpPeer) and peer.refuse_discover is declared
+    assert (peer.inbound(request(1, "server/discover")) is not None) is declared
 
 
 async def test_the_sdk_alone_cannot_refuse_discover_and_then_serve_initialize() -> None:
-    """Why the refusal sits in front of the SDK (agent_link_core.handshake): the SDK fixes the
+    """Why the refusal sits in front of the SDK (agent_link_mcp_connection): the SDK fixes the
     revision on the client's first request, so a ``server/discover`` handler of its own that
     refuses leaves the connection stateless and the client's fallback ``initialize`` is refused
     too. Should a later SDK let it through, the refusal can move onto the SDK's handler."""
