@@ -120,18 +120,14 @@ class HookContext:
         return pending_notice(count, list(dict.fromkeys(row[0] for row in self._read(SENDERS_SQL, (address,)))))
 
     def due_reminder_note(self, address: str, via: str) -> str | None:
-        """Claim and describe the reminders due for ``address``, each number once across all processes; None when none is due."""
+        """Claim and describe the reminders due for ``address`` (:func:`claim_reminders`, never waiting: while another process
+        writes they stay due for the next prompt); None when none is due."""
         box = self.mailbox if self.mail_of(address)[1] else None
-        if box is None:
-            return None
-        from agent_link_core.reminders import due_for
-
-        due = due_for(box, address)
-        claimed = due.claim(via, wait=False) if due is not None else None  # busy: left for the next prompt
+        claimed = claim_reminders(box, address, via, wait=False) if box is not None else None
         if claimed is None:
             return None
-        self.claimed += [(mid, n, address) for mid, n, _ in claimed.items]
-        return claimed.text()
+        self.claimed += [(mid, n, address) for mid, n in claimed[0]]
+        return claimed[1]
 
     def heartbeat(self, host: str, event: str) -> None:
         """Leave a cheap trace that this hook ran: ``<state dir>/hooks/<host>-<event>.last`` holding epoch ms (host plugins' health reads it)."""
@@ -148,6 +144,35 @@ class HookContext:
             os.ftruncate(fd, os.write(fd, str(time.time_ns() // 1_000_000).encode()))
         finally:
             os.close(fd)
+
+
+def claim_reminders(mailbox: Mailbox, address: str, via: str, *, wait: bool = True) -> tuple[list[tuple[str, int]], str] | None:
+    """Claim the next reminder number of each message due now for ``address`` (``<harness>:<id>``), each number won by one
+    process only (docs/behaviour.md §8), for a harness to show: ``([(message id, reminder number n ≥ 1)] won, the core's
+    reminder text, never a body)``, or None when none is due or another process won them all. ``via``: how it is shown
+    (``<harness>-prompt-hook`` ...), recorded with the ``reminded`` event; ``wait`` False: claiming stops while another
+    process holds the write lock, and the rest stay due.
+
+    :raises AgentLinkError: ``state_io_error`` (and ``state_busy`` with ``wait``) when a claim cannot be written.
+    """
+    from agent_link_core.envelope import reminder_notice
+    from agent_link_core.errors import AgentLinkError
+
+    won: list[tuple[str, int]] = []
+    senders: list[str] = []
+    for row, state in mailbox.due_reminders(address):
+        n = state.reminder_count + 1
+        try:
+            if mailbox.record_reminder(row["id"], n, via, address, wait=wait):
+                won.append((row["id"], n))
+                senders.append(row["from_addr"])
+        except AgentLinkError as exc:
+            if wait or exc.code != "state_busy":
+                raise
+            break
+    if not won:
+        return None
+    return won, reminder_notice(len(won), list(dict.fromkeys(senders)), max(n for _, n in won), mailbox.config.reminder_limit)
 
 
 #: the prompt hooks' registry file's format version; a file of another version is rebuilt

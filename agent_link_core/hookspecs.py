@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.model import Caller, Session
     from agent_link_core.reading import ReadDraft
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
-    from agent_link_core.reminders import DueReminders
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import Progress, ToolCall, ToolSpec
 
@@ -187,20 +186,6 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) ->
         this plugin's own ``agent_link_on_event``.
     :param conn: the connection inside the change's open write transaction.
     :param app: the App.
-    """
-
-
-@hookspec(firstresult=True, awaitable=True)
-def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | bool | None:
-    """Show a session's due reminders by a push of the harness's own (a prompt in an idle session). Called by every
-    running MCP server's reminder sweep, per session with reminders due.
-
-    :param due: a :class:`~agent_link_core.reminders.DueReminders` for one session (``address``, ``harness``,
-        ``session_id``, the messages); ``due.claim(via)`` wins the reminders for this process (None: another process won
-        them). Check the session can be shown one before claiming.
-    :param app: the App.
-    :returns: None for another plugin's harness, else True/False (reminded or not), or an awaitable of it (return a plain
-        function's coroutine: an ``async def`` would answer for every harness).
     """
 
 

@@ -20,7 +20,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.shared.message import SessionMessage
 
-from agent_link_core import __version__, discovery, reminders
+from agent_link_core import __version__, discovery
 from agent_link_core.hook import refresh_registry
 from agent_link_core.app import App
 from agent_link_core.boundary import expect
@@ -129,8 +129,11 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
         plugin, peer = app.mcp_connection
         read_stream, write_stream = (_Watched(app, plugin, peer, read_stream, write_stream),
                                      _Watched(app, plugin, peer, write_stream, write_stream))
+    try:  # the first prompt then pays no rebuild
+        refresh_registry(app.config.state_dir, app.hooks)
+    except Exception:  # the hook rebuilds it itself; a failure here only costs that
+        log.exception("could not refresh the prompt-hook registry")
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_reminder_loop, app)
         for plugin, task in app.hooks.server_tasks():
             tg.start_soon(_guarded, app, plugin, "agent_link_server_tasks", task)
         for harness in app.harnesses.values():
@@ -197,20 +200,6 @@ def mcp_capabilities(app: App) -> dict[str, dict[str, Any]]:
         capabilities.update(call_harness(app.hooks, harness, "mcp_capabilities", partial(harness.mcp_capabilities, app),
                                          default={}, check=problem) or {})
     return capabilities
-
-
-async def _reminder_loop(app: App) -> None:
-    """Refresh the prompt-hook registry, then sweep due reminders every :data:`~agent_link_core.reminders.SWEEP_INTERVAL_MS` while serving."""
-    try:
-        refresh_registry(app.config.state_dir, app.hooks)
-    except Exception:  # the hook rebuilds it itself; a failure here only costs that
-        log.exception("could not refresh the prompt-hook registry")
-    while True:
-        await anyio.sleep(reminders.SWEEP_INTERVAL_MS / 1000)
-        try:
-            await reminders.sweep(app)
-        except Exception:  # a failing pass (e.g. the database busy) must not end the loop
-            log.exception("reminder sweep failed")
 
 
 async def _exit_on_signal(app: App | None) -> None:

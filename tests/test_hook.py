@@ -211,7 +211,7 @@ def hook_modules(adapter_path: Path, payload: dict[str, str], event: str = "Prom
     return run_again.stdout, set(run_again.stderr.split("MODULES ", 1)[1].split())
 
 
-MAILBOX_MODULES = ("agent_link_core.store", "agent_link_core.mailbox", "agent_link_core.reminders")
+MAILBOX_MODULES = ("agent_link_core.store", "agent_link_core.mailbox")
 
 
 @pytest.mark.parametrize("event", ["Prompt", "Stop"])

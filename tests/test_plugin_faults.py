@@ -16,13 +16,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from agent_link_core import hookimpl, reading, reminders
+from agent_link_core import hookimpl, reading
 from agent_link_core.app import App
 from agent_link_core.lazy import hookspec
 from agent_link_core.boundary import Refused, expect
 from agent_link_core.config import Setting
 from agent_link_core.envelope import render_element
 from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionListing
+from agent_link_core.hook import HookContext
 from agent_link_core.records import EnvelopeContribution
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import PromptHook
@@ -105,7 +106,6 @@ class Good:
     def __init__(self) -> None:
         self.harness = GoodHarness()
         self.events: list[str] = []
-        self.reminded: list[str] = []
         self.read_by: list[str] = []
 
     @hookimpl
@@ -207,15 +207,6 @@ class Good:
     def agent_link_register_sections(self, register: Any) -> None:
         register(Section("good-things"))
 
-    @hookimpl
-    def agent_link_push_reminders(self, due: Any) -> bool | None:
-        if due.harness != "good":
-            return None
-        claimed = due.claim("good-push")
-        if claimed is not None:
-            self.reminded.append(claimed.text())
-        return claimed is not None
-
 
 @dataclass(frozen=True)
 class Section:
@@ -273,7 +264,6 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_health": lambda self: m("all fine, honest"),
         "agent_link_judge_change": lambda self, target, sender, setting, value, context: m("yes"),
         "agent_link_register_prompt_hooks": lambda self, register: register(m("not a prompt hook")),
-        "agent_link_push_reminders": lambda self, due: m("reminded, trust me"),
         "agent_link_register_sections": lambda self, register: register(m("not a panel")),
         "agent_link_server_tasks": lambda self: m("not a list of tasks"),
         "agent_link_present_sessions": lambda self, harness: m(["plain:bad"]),
@@ -344,7 +334,7 @@ HOOKS = [
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_judge_change",
-    "agent_link_register_prompt_hooks", "agent_link_push_reminders", "agent_link_register_sections",
+    "agent_link_register_prompt_hooks", "agent_link_register_sections",
     "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
     "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_wait_for_reply", "agent_link_app_opened",
     "agent_link_fit_read", "agent_link_push_notice",
@@ -420,7 +410,7 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert app.hooks.server_tasks() == [("good", good.background)]
     with app.store.write() as conn:  # delivered long enough ago for reminder 1 to be due
         conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (sent.message["id"],))
-    assert await reminders.sweep(app) >= 1 and "reminder 1 of" in good.reminded[-1]
+    assert "reminder 1 of" in (HookContext(app.config).due_reminder_note("good:one", "good-prompt-hook") or "")
 
 
 def assert_reported(app: App, hook: str) -> None:

@@ -1,5 +1,5 @@
-"""Reminders as extension points: the core decides what is due, a harness plugin pushes them
-(``agent_link_push_reminders``), prompt-hook adapters come from ``agent_link_register_prompt_hooks``
+"""Reminders as extension points: the core decides what is due and who wins each reminder
+(``claim_reminders``), prompt-hook adapters come from ``agent_link_register_prompt_hooks``
 through a registry that is rebuilt whenever the installed or disabled plugins change."""
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import hookimpl, reminders
+from agent_link_core import hookimpl
 from agent_link_core.app import App
-from agent_link_core.harness import Harness
-from agent_link_core.hook import HookContext, disabled_names, fingerprint, refresh_registry, registry_path
+from agent_link_core.hook import HookContext, claim_reminders, disabled_names, fingerprint, refresh_registry, registry_path
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
@@ -62,44 +61,11 @@ def run_hook(site: Path, host: str, event: str, payload: dict[str, Any], extra_e
 TARGET = "fake-host:s1"
 
 
-class FakeHostHarness(Harness):
-    name = "fake-host"
-
-
-class Pusher:
-    """A harness plugin that pushes reminders for ``fake-host`` sessions when ``idle``."""
-
-    def __init__(self) -> None:
-        self.idle = True
-        self.shown: list[str] = []
-
-    @hookimpl
-    def agent_link_register_harnesses(self, register: Any) -> None:
-        register(FakeHostHarness())
-
-    @hookimpl
-    def agent_link_push_reminders(self, due: reminders.DueReminders, app: App) -> Any:
-        if due.harness != "fake-host":
-            return None
-
-        async def push() -> bool:
-            if not self.idle:  # checked before claiming: an unclaimed reminder stays due
-                return False
-            claimed = due.claim("fake-host-push")
-            if claimed is None:
-                return False
-            self.shown.append(claimed.text())
-            return True
-
-        return push()
-
-
 @pytest.fixture
-def pusher(isolated_env: Path) -> Iterator[tuple[App, Pusher]]:
-    plugin = Pusher()
-    app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(plugin,))
+def app(isolated_env: Path) -> Iterator[App]:
+    app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"})
     try:
-        yield app, plugin
+        yield app
     finally:
         asyncio.run(app.aclose())
 
@@ -113,54 +79,32 @@ def delivered(app: App, to: str = TARGET, anticipation: str = "reply", ago_ms: i
     return row["id"]
 
 
-def test_sweep_offers_due_reminders_to_the_owning_harness_once(pusher: tuple[App, Pusher]) -> None:
-    app, plugin = pusher
+def test_due_reminders_are_claimed_once_and_never_show_a_body(app: App) -> None:
     mid = delivered(app)
     delivered(app, anticipation="fyi")  # fyi mail is never reminded
-    assert asyncio.run(reminders.sweep(app)) == 1
-    assert len(plugin.shown) == 1
-    text = plugin.shown[0]
-    assert "reminder 1 of 3" in text and "test:alice" in text and "SECRET BODY" not in text
+    claimed = claim_reminders(app.mailbox, TARGET, "fake-host-push")
+    assert claimed is not None and claimed[0] == [(mid, 1)]
+    assert "reminder 1 of 3" in claimed[1] and "test:alice" in claimed[1] and "SECRET BODY" not in claimed[1]
     assert app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 1
-    assert asyncio.run(reminders.sweep(app)) == 0  # reminder 2 is not due for another interval
+    assert claim_reminders(app.mailbox, TARGET, "fake-host-push") is None  # reminder 2 is not due for another interval
+    assert HookContext(app.config).due_reminder_note(TARGET, "fake-host-prompt-hook") is None
 
 
-def test_a_harness_that_cannot_show_it_leaves_the_reminder_due(pusher: tuple[App, Pusher]) -> None:
-    app, plugin = pusher
+def test_a_reminder_no_push_showed_is_the_prompt_hooks(app: App) -> None:
     mid = delivered(app)
-    plugin.idle = False
-    assert asyncio.run(reminders.sweep(app)) == 0
-    assert app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 0
-    # ... so the host's prompt hook shows it, and the push path then finds nothing left
     note = HookContext(app.config).due_reminder_note(TARGET, "fake-host-prompt-hook")
     assert note and "reminder 1 of 3" in note
-    plugin.idle = True
-    assert asyncio.run(reminders.sweep(app)) == 0 and plugin.shown == []
+    assert app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 1
+    assert claim_reminders(app.mailbox, TARGET, "fake-host-push") is None  # ... and a push then finds nothing left
 
 
-def test_sessions_of_unloaded_harnesses_and_raising_plugins(pusher: tuple[App, Pusher], caplog: pytest.LogCaptureFixture) -> None:
-    app, _ = pusher
-    delivered(app, to="nobody-here:x")  # no harness owns it: never offered
-    delivered(app)
-
-    def broken(hook_name: str, **_: Any) -> bool:
-        raise RuntimeError("plugin bug")
-
-    app.hooks.acall = broken  # type: ignore[method-assign, assignment]
-    assert asyncio.run(reminders.sweep(app)) == 0
-    assert "plugin bug" in caplog.text
-
-
-def test_claim_is_exactly_once_across_processes(pusher: tuple[App, Pusher]) -> None:
-    app, _ = pusher
+def test_claim_is_exactly_once_across_processes(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
     mid = delivered(app)
-    first = reminders.due_for(app.mailbox, TARGET)
-    second = reminders.due_for(app.mailbox, TARGET)
-    assert first is not None and second is not None and [row["id"] for row, _ in first.due] == [mid]
-    won = first.claim("a")
-    assert won is not None and won.items == [(mid, 1, "test:alice")]
-    assert second.claim("b") is None
-    assert first.session_id == "s1" and first.harness == "fake-host"
+    stale = app.mailbox.due_reminders(TARGET)  # what another process read before this one claimed
+    won = claim_reminders(app.mailbox, TARGET, "a")
+    assert won is not None and won[0] == [(mid, 1)]
+    monkeypatch.setattr(app.mailbox, "due_reminders", lambda *args: stale)
+    assert claim_reminders(app.mailbox, TARGET, "b") is None
 
 
 # -- the prompt-hook registry ---------------------------------------------------------------

@@ -10,7 +10,6 @@ AGENT_LINK_HOOKS = {"agent_link_codex.plugin": (
     "agent_link_before_send",
     "agent_link_health",
     "agent_link_on_event",
-    "agent_link_push_reminders",
     "agent_link_record_event",
     "agent_link_register_commands",
     "agent_link_register_harnesses",
@@ -19,6 +18,7 @@ AGENT_LINK_HOOKS = {"agent_link_codex.plugin": (
     "agent_link_register_tools",
     "agent_link_resolve_address",
     "agent_link_schema",
+    "agent_link_server_tasks",
 )}
 
 #: the settings each entry module registers, read without importing it (docs/plugins.md,

@@ -6,9 +6,9 @@
   ``_meta`` thread (a shell command Codex ran, e.g. the CLI).
 * Sessions come from the reachable app-servers, else from rollout transcripts.
 * Delivery is :class:`~agent_link_codex.delivery.Deliverer`'s turn push.
-* While an MCP client is connected, :meth:`CodexHarness.serve` offers queued mail and due
-  reminders to threads an already open connection has seen idle; it never opens a
-  connection or starts an app-server for that. :meth:`CodexHarness.aclose` (called by the
+* While an MCP client is connected, :meth:`CodexHarness.serve` offers queued mail and
+  :meth:`CodexHarness.remind_every` due reminders to threads an already open connection has
+  seen idle; neither opens a connection or starts an app-server for that. :meth:`CodexHarness.aclose` (called by the
   App at shutdown) closes the connections and stops the private app-server.
 """
 
@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import Delivery, Harness, OutputBudget, SendOption, SessionListing
 from agent_link_core.model import Caller, Session
-from agent_link_core.reminders import DueReminders
 from agent_link_core.store import Store, now_ms
 from agent_link_core.tools.schemas import PATH
 
@@ -57,6 +56,8 @@ BACKGROUND_INTERVAL_S = 5.0
 QUEUED_MIN_AGE_MS = 5_000
 QUEUED_MAX_AGE_MS = 3_600_000
 REMINDER_VIA = "codex-turn"
+#: how often (s) an MCP server offers idle Codex threads their due reminders as a turn
+REMINDER_SWEEP_S = 15.0
 
 
 #: The message_agent options a Codex thread understands (declared here, not in the core).
@@ -559,7 +560,7 @@ class CodexHarness(Harness):
         """One pass: per thread seen idle on an open connection, at most one turn (the
         oldest queued message aged 5 s to 1 h); then recheck up to 20 pushes left unsettled
         for ``stale_after_ms`` (default 180 s). Never connects or spawns. Reminder turns come
-        from the core's reminder sweep (:meth:`push_reminders`).
+        from :meth:`remind`.
 
         :returns: counts ``{pushed, rechecked}``.
         """
@@ -594,16 +595,40 @@ class CodexHarness(Harness):
         counts["rechecked"] = await self._recheck(app, links, STALE_CLAIM_MS if stale_after_ms is None else stale_after_ms)
         return counts
 
-    async def push_reminders(self, due: DueReminders) -> bool:
-        """Show due reminders as a turn (``turnTrigger: agent-link-reminder``), only in a
-        thread an open connection has seen idle and that is idle now; never connects or
-        spawns. Off with ``AGENT_LINK_CODEX_REMINDERS=0`` (the prompt hook still reminds).
+    async def remind_every(self, app: Any) -> None:
+        """Every :data:`REMINDER_SWEEP_S` while the MCP server serves: :meth:`remind` (a failing pass is logged)."""
+        while True:
+            await asyncio.sleep(REMINDER_SWEEP_S)
+            try:
+                await self.remind(app)
+            except Exception:  # a failing pass (e.g. the database busy) must not end the loop
+                log.exception("codex reminder sweep failed")
+
+    async def remind(self, app: Any) -> int:
+        """Offer each Codex thread with reminders due a reminder turn (:meth:`push_reminders`); one that raises is
+        logged (what it claimed stays claimed). Returns how many threads got one."""
+        reminded = 0
+        for address in app.mailbox.reminder_recipients():
+            if not address.startswith("codex:") or not app.mailbox.due_reminders(address):
+                continue
+            try:
+                reminded += await self.push_reminders(app, address)
+            except Exception:
+                log.exception("pushing reminders to %s failed", address)
+        return reminded
+
+    async def push_reminders(self, app: Any, address: str) -> bool:
+        """Show the reminders due for ``address`` (``codex:<thread id>``) as a turn (``turnTrigger:
+        agent-link-reminder``), only in a thread an open connection has seen idle and that is idle now; never connects
+        or spawns. Off with ``AGENT_LINK_CODEX_REMINDERS=0`` (the prompt hook still reminds).
 
         :returns: True when a reminder turn was started.
         """
+        from agent_link_core.hook import claim_reminders
+
         if not self.values.get("AGENT_LINK_CODEX_REMINDERS", True):
             return False
-        thread_id = due.session_id
+        thread_id = address.split(":", 1)[1]
         link = next((lk for lk in self.service.live_links()
                      if thread_id in lk.tracker.seen_idle and lk.tracker.status.get(thread_id) == "idle"), None)
         if link is None:
@@ -611,10 +636,10 @@ class CodexHarness(Harness):
         location = await self.service.locate(thread_id, [link], fresh=True)
         if location is None or location.link is not link or location.status != "idle":
             return False
-        claimed = due.claim(REMINDER_VIA)
+        claimed = claim_reminders(app.mailbox, address, REMINDER_VIA)
         if claimed is None:
             return False
-        await link.call("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": claimed.text(), "text_elements": []}],
+        await link.call("turn/start", {"threadId": thread_id, "input": [{"type": "text", "text": claimed[1], "text_elements": []}],
                                        "turnTrigger": "agent-link-reminder"}, background=True)
         return True
 

@@ -10,6 +10,7 @@ websockets) load when the harness, a tool or a command is first used.
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from functools import partial
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     import click
 
     from agent_link_core.app import App
-    from agent_link_core.reminders import DueReminders
 
 
 #: the ``codex`` harness as the core reads it without its code (websockets, the app-server
@@ -70,12 +70,10 @@ def agent_link_register_prompt_hooks(register: Callable[[Any], None]) -> None:
 
 
 @hookimpl
-def agent_link_push_reminders(due: DueReminders, app: App) -> Awaitable[bool] | None:
-    """Reminder turns in idle Codex threads (:meth:`CodexHarness.push_reminders`)."""
+def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | None:
+    """Reminder turns in idle Codex threads while the MCP server serves (:meth:`CodexHarness.remind_every`)."""
     harness = app.harnesses.get("codex")
-    if due.harness != "codex" or harness is None:
-        return None
-    return harness.push_reminders(due)  # type: ignore[no-any-return, attr-defined]
+    return None if harness is None else [partial(harness.remind_every, app)]  # type: ignore[attr-defined]
 
 
 #: the nine Codex thread tools (their module is imported only when the tools are listed)

@@ -1,6 +1,6 @@
 """Background delivery and reminder turns against a scripted app-server: only over an open
 connection, only to threads seen idle, queued mail aged 5 s to 1 h, one turn per thread per
-pass; reminder turns through the core's reminder sweep, each reminder number claimed once."""
+pass; reminder turns through the harness's reminder sweep, each reminder number claimed once."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from agent_link_codex import harness as harness_mod
-from agent_link_core import reminders
 from agent_link_core.app import App
 from agent_link_core.mailbox import new_message_id
 from agent_link_core.records import OutgoingMessage
@@ -96,12 +95,12 @@ async def test_queued_mail_by_age_then_reminders(setup: Any, mini: Any) -> None:
         conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 60000, delivered_at = delivered_at - 60000 WHERE id = ?",
                      (second,))
     assert (await harness.background_pass(app))["pushed"] == 0
-    assert await reminders.sweep(app) == 1
+    assert await harness.remind(app) == 1
     reminder = turns[-1]
     assert reminder["turnTrigger"] == "agent-link-reminder" and "clientUserMessageId" not in reminder
     assert "reminder 1 of 3" in reminder["input"][0]["text"] and "queued body" not in reminder["input"][0]["text"]
     assert app.mailbox.state(app.mailbox.get_row(second)).reminder_count == 1
-    assert await reminders.sweep(app) == 0
+    assert await harness.remind(app) == 0
 
 
 async def test_reminder_turns_can_be_switched_off(setup: Any, mini: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,16 +112,16 @@ async def test_reminder_turns_can_be_switched_off(setup: Any, mini: Any, monkeyp
     await mini.notify("thread/status/changed", {"threadId": TID, "status": {"type": "idle"}})
     await asyncio.sleep(0.1)
     assert await harness.background_pass(app) == {"pushed": 0, "rechecked": 0}
-    assert await reminders.sweep(app) == 0
+    assert await harness.remind(app) == 0
     assert turns == []
 
 
 async def test_reminder_turns_only_in_threads_seen_idle(setup: Any, mini: Any) -> None:
     app, harness, turns = setup
     mid = store(app, age_ms=120_000, delivered=True)
-    assert await reminders.sweep(app) == 0  # no open connection: never connects for a reminder
+    assert await harness.remind(app) == 0  # no open connection: never connects for a reminder
     await harness.service.connect(spawn=False)
-    assert await reminders.sweep(app) == 0  # connected, but the thread was never seen idle
+    assert await harness.remind(app) == 0  # connected, but the thread was never seen idle
     assert turns == [] and app.mailbox.state(app.mailbox.get_row(mid)).reminder_count == 0
 
 
@@ -138,3 +137,22 @@ async def test_granted_overrides_travel_with_queued_mail(setup: Any, mini: Any) 
     await asyncio.sleep(0.1)
     assert (await harness.background_pass(app))["pushed"] == 1
     assert turns[-1]["clientUserMessageId"] == mid and turns[-1].get("effort") == "high"
+
+
+async def test_a_failing_push_is_logged_and_the_sweep_goes_on(setup: Any, caplog: pytest.LogCaptureFixture,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    app, harness, _ = setup
+    store(app, age_ms=120_000, delivered=True)
+    row, _ = app.mailbox.store_message(OutgoingMessage(new_message_id(), ALICE, "test:bob", "test:bob", "x", "reply", None, None))
+    app.mailbox.mark_delivered(row["id"], "test-push")
+    with app.store.write() as conn:  # due, but not a Codex thread's: never offered
+        conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 120000 WHERE id = ?", (row["id"],))
+    assert app.mailbox.due_reminders("test:bob")
+
+    async def broken(app: App, address: str) -> bool:
+        assert address == ADDRESS
+        raise RuntimeError("push bug")
+
+    monkeypatch.setattr(harness, "push_reminders", broken)
+    assert await harness.remind(app) == 0
+    assert "push bug" in caplog.text
