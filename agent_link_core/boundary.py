@@ -242,7 +242,6 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_held_messages": expect(_each(_str, (set, frozenset, list, tuple)), "expected message ids"),
     "agent_link_present_sessions": expect(_each(_is_session), "expected None or a list of Session"),
     "agent_link_suggest_addresses": expect(_each(_str), "expected None or a list of addresses"),
-    "agent_link_push_reminders": expect(lambda r: isinstance(r, bool), "expected None, True/False or an awaitable of it"),
     "agent_link_server_tasks": expect(_each(callable), "expected None or a list of coroutine functions"),
     "agent_link_mcp_connection": expect(lambda r: all(callable(getattr(r, m, None)) for m in ("inbound", "outbound", "view")),
                                         "expected None or a peer with inbound, outbound and view"),
@@ -490,12 +489,18 @@ class Boundary:
         finally:
             self._timed(plugin, hook, (_disarm(frame) - started) * 1000)
             _PLUGIN.reset(token)
-        return self._checked(plugin, hook, result, check, default, disable)
+        return self._checked(plugin, hook, result, check, default, sigints, disable)
 
     def _checked(self, plugin: str, hook: str, result: Any, check: Callable[[Any, str], str | None] | None,
-                 default: Any, disable: bool = False) -> Any:
-        """``result``, or ``default`` (a fault) when ``check`` refuses it."""
-        problem = check(result, plugin) if check is not None and result is not None else None
+                 default: Any, sigints: int, disable: bool = False) -> Any:
+        """``result``, or ``default`` (a fault) when ``check`` refuses it; checking runs the answer's code (a property, an
+        ``__eq__``), so what that raises is the plugin's fault too."""
+        try:
+            problem = check(result, plugin) if check is not None and result is not None else None
+        except BaseException as exc:
+            if not self.contain(exc, plugin, hook, sigints, disable=disable, prefix="its answer could not be checked: "):
+                raise
+            return default
         if problem is not None:
             self.fault(plugin, hook, problem, disable=disable)
             return default
@@ -540,7 +545,7 @@ class Boundary:
         finally:
             _PLUGIN.reset(token)
             self._timed(plugin, hook, (time.monotonic() - started) * 1000, blocking=False)
-        return self._checked(plugin, hook, result, check, default)
+        return self._checked(plugin, hook, result, check, default, sigints)
 
 
 _STARTED = object()  # no step taken yet

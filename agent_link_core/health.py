@@ -76,8 +76,8 @@ def _connection_view(app: App) -> dict[str, Any] | None:
     if app.mcp_connection is None:
         return None
     plugin, peer = app.mcp_connection
-    return app.hooks.boundary.call(plugin, "agent_link_mcp_connection.view", lambda: peer.view(), check=boundary.expect(
-        lambda r: isinstance(r, dict), "expected a dict"))
+    return app.hooks.boundary.call(plugin, "agent_link_mcp_connection.view", lambda: peer.view(), check=lambda r, _: (
+        f"returned {type(r).__name__}, not a dict" if not isinstance(r, dict) else oversize(r, MAX_HEALTH_BYTES)))
 
 
 def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -398,10 +398,12 @@ def agent_link_mcp_connection(write: Any, app: App) -> Any:
     plugin refuses ``server/discover`` while its live channel needs the ``initialize`` handshake). Called once per connection,
     after the harnesses' ``mcp_capabilities``, before the client's first message.
 
-    :param write: the transport's stream of outbound ``SessionMessage`` (MCP SDK); the plugin may write notifications to it.
+    :param write: where the plugin writes notifications: ``await write.send(SessionMessage(JSONRPCNotification(...)))``
+        (MCP SDK types); anything else raises ``TypeError`` there.
     :param app: the server's App.
     :returns: None, or a peer that every harness's ``serve`` receives, with ``inbound(item) -> SessionMessage | None`` (each
-        item read from the client, before the SDK's server sees it; an answer is written back instead of passing it on),
+        item read from the client, before the SDK's server sees it; an answer, a ``JSONRPCResponse`` or ``JSONRPCError``
+        with the request's id, is written back instead of passing it on; any other answer is a fault and the item passes),
         ``outbound(item) -> None`` (each item the server writes, before it is written) and ``view() -> dict``
         (``agent_link_health``'s ``mcp``). Each call is synchronous and must be cheap.
     """

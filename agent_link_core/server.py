@@ -123,7 +123,7 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     if app.read_only is not None:  # opened only to be read: say once why, not per write refused
         log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
     capabilities = mcp_capabilities(app)
-    app.mcp_connection = app.hooks.mcp_connection(write_stream)
+    app.mcp_connection = app.hooks.mcp_connection(_Notifications(write_stream))
     peer = None
     if app.mcp_connection is not None:
         plugin, peer = app.mcp_connection
@@ -153,7 +153,7 @@ class _Watched:
 
     def _told(self, method: str, item: Any) -> Any:
         return self._boundary.call(self._plugin, f"agent_link_mcp_connection.{method}", lambda: getattr(self._peer, method)(item),
-                                   check=_ANSWER if method == "inbound" else None)
+                                   check=partial(_answer_problem, item) if method == "inbound" else None)
 
     @property
     def last_context(self) -> Any:
@@ -188,7 +188,31 @@ class _Watched:
         await self.aclose()
 
 
-_ANSWER = expect(lambda r: isinstance(r, SessionMessage), "expected None or a SessionMessage to answer with")
+def _answer_problem(item: Any, answer: Any, plugin: str) -> str | None:
+    """Why a watcher's answer to ``item`` cannot be written back: it must answer a request, by its id, with a response or
+    an error the transport can encode (encoding it here: what that raises is the watcher's fault, not the server's end)."""
+    request = getattr(item, "message", None)
+    if not (isinstance(answer, SessionMessage) and isinstance(answer.message, (types.JSONRPCResponse, types.JSONRPCError))
+            and isinstance(request, types.JSONRPCRequest) and answer.message.id == request.id):
+        return f"returned {type(answer).__name__}; expected None or a SessionMessage answering the request with its id"
+    answer.message.model_dump_json(by_alias=True, exclude_unset=True)
+    return None
+
+
+class _Notifications:
+    """The transport's outbound stream as the watching plugin gets it (``agent_link_mcp_connection``'s ``write``): it
+    takes notifications the transport can encode, raising ``TypeError`` (or the encoder's error) in the plugin's own call
+    for anything else, and cannot be closed by it."""
+
+    def __init__(self, write: Any) -> None:
+        self._write = write
+
+    async def send(self, item: Any) -> None:
+        """Write the notification ``item`` (a ``SessionMessage`` of a ``JSONRPCNotification``)."""
+        if not (isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCNotification)):
+            raise TypeError(f"only a SessionMessage holding a JSONRPCNotification may be written, not {type(item).__name__}")
+        item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        await self._write.send(item)
 
 
 def mcp_capabilities(app: App) -> dict[str, dict[str, Any]]:

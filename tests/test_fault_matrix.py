@@ -57,6 +57,7 @@ from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionList
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import EnvelopeContribution, PromptHook
 from agent_link_core.tools.registry import ToolSpec
+from mcp.shared.message import SessionMessage
 
 WHERE = os.environ.get("FAULTY_WHERE", "")
 KIND = os.environ.get("FAULTY_KIND", "")
@@ -116,6 +117,8 @@ class FaultyHarness(Harness):
 
     async def serve(self, app, peer):
         act("serve", None)  # synchronously: a hang here holds the server's event loop
+        if WHERE == "serve" and KIND == "wrong":  # junk written where notifications go
+            await WRITE[0].send(SessionMessage({"not": "a JSON-RPC model"}))
 
 
 async def echo(app, arguments, call):
@@ -154,19 +157,30 @@ def agent_link_server_tasks():
 
 
 class Watcher:
-    def inbound(self, item):
-        return act("watch", None, wrong="not a message")
+    def inbound(self, item):  # wrong: an answer to every message that the transport could not encode
+        return act("watch", None, wrong=SessionMessage({"not": "a JSON-RPC model"}), huge=lambda: None)
 
     def outbound(self, item):
-        act("watch", None)
+        act("watch", None, huge=lambda: None)
 
     def view(self):
-        return act("watch", {"watched": True}, wrong=["not", "a", "dict"])
+        return act("watch", {"watched": True}, wrong={"not json": {1, 2}}, huge=lambda: {"blob": "x" * BIG})
+
+
+class Sneaky:
+    """A peer whose attributes raise when the boundary looks at them."""
+
+    def __getattr__(self, name):
+        raise SystemExit(42)
+
+
+WRITE = []
 
 
 @hookimpl
 def agent_link_mcp_connection(write):
-    return act("connection", Watcher(), wrong=42)
+    WRITE.append(write)
+    return act("connection", Watcher(), wrong=Sneaky())
 
 
 @hookimpl
@@ -230,11 +244,11 @@ PLACES: dict[str, tuple[str, ...]] = {
     "list": ("raise", "exit", "interrupt", "wrong", "huge"),
     "prompt": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     # an MCP server's background work: a harness's serve, a plugin's server task
-    "serve": ("raise", "exit", "interrupt", "hang"),
+    "serve": ("raise", "exit", "interrupt", "wrong", "hang"),
     "server_task": ("raise", "exit", "interrupt", "hang"),
     # the watch of an MCP connection: the hook's call, then each message read and written, and health's view of it
     "connection": ("raise", "exit", "interrupt", "wrong", "hang"),
-    "watch": ("raise", "exit", "interrupt", "wrong", "hang"),
+    "watch": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
 }
 # which surfaces reach each place
 CLI_SEND = {"import", "register", "opened", "identify", "event", "envelope", "deliver"}
