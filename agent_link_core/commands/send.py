@@ -6,8 +6,8 @@ import json
 import re
 import sys
 
-from agent_link_core.cli_run import (EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail, get_app,
-                                     message_text, option, run_async, show_then_mark, usage_error, who_am_i)
+from agent_link_core.cli_run import (EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, declared_names, echo, emit,
+                                     fail, get_app, message_text, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.addresses import MESSAGE_ID_WORDS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy import Struct, field
@@ -82,17 +82,18 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     data = result.to_dict()
     if then is not None:
         then.sent(app, me, result, data, target)
+    names = declared_names(ctx)  # its options' names in what it says
 
     def warn() -> None:  # on stderr, with --json too: scripts read stdout; people still see warnings
         for w in data.get("warnings", []):
-            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+            echo(f"warning: {cli_words(w['message'], names)}", err=True)
 
     def human(d: dict[str, Any]) -> None:
         sent = "nothing sent" if d["outcome"] == "rejected" else d["messageId"]  # a refused --message-id names no message of this send
         echo(f"{d['outcome']}: {sent or 'nothing sent'} to {d['to'] or target}"
              + (" (already sent; nothing resent)" if d["duplicate"] else ""))
         if d.get("error"):
-            echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
+            echo(f"agent-link: {cli_words(d['error']['message'], names)} {cli_words(d['error'].get('hint') or '', names)}".rstrip(), err=True)
         warn()
         if then is not None:
             then.show(d)
