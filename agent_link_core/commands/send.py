@@ -160,9 +160,8 @@ async def send_reliably(
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
         an unusable state dir (``state_io_error``).
     """
-    message_id, client_id, fingerprint = _idempotency(message_id, ttl_ms, envelope_format, (
-        ("correlationId", "correlation-id", correlation_id), ("senderProject", "from-project", sender_project),
-        ("senderLabel", "label", sender_label)))
+    message_id, client_id, fingerprint = _idempotency(message_id, ttl_ms, envelope_format, {
+        "correlationId": correlation_id, "senderProject": sender_project, "senderLabel": sender_label})
     try:
         resolved = await app.directory.resolve_target(target, sender)
         app.outbox.check_format(envelope_format, resolved, "a target")
@@ -203,20 +202,20 @@ async def send_reliably(
 
 
 def _idempotency(message_id: str | None, ttl_ms: int | None, envelope_format: str | None,
-                 texts: tuple[tuple[str, str, str | None], ...]) -> tuple[str | None, str | None, dict[str, Any]]:
+                 texts: dict[str, str | None]) -> tuple[str | None, str | None, dict[str, Any]]:
     """``(ULID stored under, the UUID given or None, the fingerprint a resend must repeat)``; ``invalid_arguments``."""
     if ttl_ms is not None and ttl_ms <= 0:
-        raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
+        raise invalid_arguments([{"path": "ttlMs", "rule": "minimum", "expected": "a positive number of ms"}])
     client_id = None
     if message_id is not None and not is_ulid(message_id.upper()):
         if (ulid := ulid_of_uuid(message_id)) is None:
-            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
+            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
         client_id, message_id = message_id.lower(), ulid
-    for _, flag, value in texts:
+    for key, value in texts.items():
         if value is not None and not (0 < len(value.strip()) <= 256):
-            raise invalid_arguments([{"path": flag, "rule": "length", "expected": "1-256 characters, not only spaces"}])
-    given = (("ttlMs", "", ttl_ms), *texts, ("clientMessageId", "", client_id), ("envelopeFormat", "", envelope_format))
-    return message_id and message_id.upper(), client_id, {key: value for key, _, value in given if value is not None}
+            raise invalid_arguments([{"path": key, "rule": "length", "expected": "1-256 characters, not only spaces"}])
+    given = {"ttlMs": ttl_ms, **texts, "clientMessageId": client_id, "envelopeFormat": envelope_format}
+    return message_id and message_id.upper(), client_id, {key: value for key, value in given.items() if value is not None}
 
 
 async def _pushed_again(app: App, row: Any, delivery: Any, result: SendResult, delays_ms: Sequence[float],
