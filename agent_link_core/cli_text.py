@@ -15,10 +15,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# Tool argument -> CLI option or argument, where the core's tools and commands name one differently (a running command's
-# parameters name theirs: cli_run.declared_names, passed as ``names``; without either a path reads ``--path``, a camelCase one ``--kebab-case``).
-FIELD_NAMES = {"replyBy": "--reply-by", "requireKnown": "--require-known", "address": "TARGET", "to": "TARGET", "message": "TEXT",
-               "messageId": "MESSAGE_ID", "correlationId": "--correlation-id", "senderProject": "--from-project", "senderLabel": "--label"}
+# Tool argument -> CLI argument where the core's tools and commands name one differently (a command's parameters name
+# theirs: cli_run.declared_names, passed as ``names``; without either a path reads ``--path``, a camelCase one ``--kebab-case``).
+FIELD_NAMES = {"address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID"}
 # MCP tool -> the command a person runs for the same thing, and the plugin that adds that command (None: the core's)
 TOOL_COMMANDS = {
     "read_agent_link_inbox": ("inbox", None), "agent_link_mailbox_inspect": ("inbox --all", None), "list_agents": ("sessions", "listings"),

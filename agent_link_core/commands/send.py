@@ -38,13 +38,13 @@ if TYPE_CHECKING:
     option("--require-known", flag=True, help="Refuse a plain address no process is known to serve (typo guard; without the presence plugin: every plain address)."),
     option("--require-delivered", flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered."),
     option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check)."),
-    option("--from-project", help="The sender's project name (stored with the message)."),
+    option("--from-project", "sender_project", help="The sender's project name (stored with the message)."),
     option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message)."),
     FROM, JSON, NDJSON)
 def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
          reply_by: str | None, anticipation: str | None, retry_count: int,
          retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
-         require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
+         require_delivered: bool, correlation_id: str | None, sender_project: str | None, sender_label: str | None,
          from_address: str | None, as_json: bool, ndjson: bool, then: Any = None, **named: Any) -> None:
     """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
     understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
@@ -76,7 +76,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     me = who_am_i(app, from_address, named, reading=then is not None)  # --wait shows the answer: a read, checked before sending
     result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
                                      retry_delays_ms=retry_delays(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
-                                     require_known=require_known, correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
+                                     require_known=require_known, correlation_id=correlation_id, sender_project=sender_project, sender_label=sender_label,
                                      envelope_format=None if envelope_format == "agent-link" else envelope_format),
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
