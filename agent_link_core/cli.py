@@ -133,7 +133,7 @@ def click_param(p: Param) -> click.Parameter:
     kind: Any = {"whole": lambda: WholeRange(low, high), "finite": lambda: FiniteRange(p.low, p.high),
                  "choice": lambda: click.Choice(list(p.choices)), "file": lambda: click.Path(dir_okay=False),
                  }.get(p.kind or "", lambda: None)()
-    return click.Option([*p.decls, p.name], type=kind, is_flag=p.flag, default=p.default, help=p.help,
+    return click.Option([*p.opts, p.name], type=kind, is_flag=p.flag, default=p.default, help=p.help,
                         show_default=p.show_default)
 
 
@@ -154,7 +154,7 @@ def declared_option(declared: Param) -> Callable[[Any], Any]:
         return value
 
     def add(f: Any) -> Any:
-        f = click.option(*declared.decls, declared.name, is_flag=declared.flag, help=declared.help, callback=one_format)(f)
+        f = click.option(*declared.opts, declared.name, is_flag=declared.flag, help=declared.help, callback=one_format)(f)
         if declared in (FROM, READER_FROM):
             f.__agent_link_sender_options__ = True
         return f

@@ -44,9 +44,9 @@ class Param:
     def __init__(self, *decls: str, argument: bool = False, flag: bool = False, kind: str | None = None,
                  low: float | None = None, high: float | None = None, choices: tuple[str, ...] = (),
                  default: Any = None, required: bool = True, help: str | None = None, show_default: bool = False) -> None:
-        self.decls = tuple(d for d in decls if d.startswith("-")) if not argument else ()
+        self.opts = tuple(d for d in decls if d.startswith("-")) if not argument else ()
         named = [d for d in decls if not d.startswith("-")]
-        self.name = named[0] if named else self.decls[0].lstrip("-").replace("-", "_")
+        self.name = named[0] if named else self.opts[0].lstrip("-").replace("-", "_")
         self.argument, self.flag, self.kind, self.low, self.high, self.choices = argument, flag, kind, low, high, choices
         self.default = False if flag and default is None else default
         self.required, self.help, self.show_default = required, help, show_default
@@ -116,8 +116,8 @@ def command(*params: Param, reader: bool = False) -> Callable[[Callable[..., Any
 class Context:
     """The part of click's ``Context`` a command uses, for the fast path."""
 
-    def __init__(self, info_name: str, parent: Context | None = None) -> None:
-        self.info_name, self.parent = info_name, parent
+    def __init__(self, info_name: str, parent: Context | None = None, command: Command | None = None) -> None:
+        self.info_name, self.parent, self.command = info_name, parent, command
         self.meta: dict[str, Any] = {}
         self.command_path: str = f"{parent.command_path} {info_name}" if parent is not None else info_name
         self.closers: list[Callable[[], Any]] = []
@@ -135,7 +135,7 @@ _current: Context | None = None
 
 def parse(params: list[Param], args: list[str]) -> dict[str, Any] | None:
     """``{parameter name: value}`` of ``args`` as click parses them, or None for what the fast path leaves to click."""
-    longs = {decl: p for p in params for decl in p.decls}
+    longs = {decl: p for p in params for decl in p.opts}
     positional = [p for p in params if p.argument]
     values = {p.name: p.default for p in params}
     given: list[str] = []
@@ -188,7 +188,7 @@ def run_fast(argv: list[str]) -> bool:
         values = parse(params, argv[1:])
         if values is None:
             return False
-        _current = Context(argv[0], root)
+        _current = Context(argv[0], root, Command(spec.callback, params, spec.sender))
         spec.run(_current, **values)
         return True
     finally:
@@ -239,9 +239,20 @@ def fail(exc: AgentLinkError, names: dict[str, str] | None = None) -> NoReturn:
     # at the root (a setting every command reads) there is no command to point at
     command = ctx.info_name if ctx is not None and ctx.parent is not None else None
     path = " ".join(ctx.command_path.split()[1:]) if command is not None and ctx is not None else None
-    echo(error_line(exc, command, path or None, names), err=True)
+    echo(error_line(exc, command, path or None, {**declared_names(ctx), **(names or {})}), err=True)
     paths = [e.get("path", "") for e in exc.details.get("errors", [])] if exc.code == "invalid_arguments" else []
     sys.exit(2 if paths and not any(p.startswith(("env.", "file.")) for p in paths) else 1)
+
+
+def declared_names(ctx: Any) -> dict[str, str]:
+    """``{tool argument: CLI name}`` of the parameters of ``ctx``'s command (click's or a fast :class:`Context`): an
+    option's long flag (``timeout_ms``: ``{"timeoutMs": "--timeout-ms"}``), an argument's NAME (``{"alias": "ALIAS"}``)."""
+    names = {}
+    for p in getattr(getattr(ctx, "command", None), "params", ()):
+        head, *rest = (p.name or "").split("_")
+        flags = sorted((o for o in p.opts if o.startswith("-")), key=lambda o: not o.startswith("--"))
+        names[head + "".join(word.title() for word in rest)] = flags[0] if flags else (p.name or "").upper()
+    return names
 
 
 def get_app(ctx: Any) -> App:
@@ -444,7 +455,7 @@ def sender_params(harnesses: Mapping[str, Any], present: set[str]) -> list[Param
 
 def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, reading: bool = False) -> Any:
     """The caller a command acts as: ``--from`` / a harness's sender options, else the current session; with ``reading``
-    (it shows mail) proved, as ``--as`` is (:func:`prove_reading`)."""
+    (it shows mail) proved, as ``--as`` is (:func:`proved`)."""
     from agent_link_core.identity import named_sender
 
     if from_address is not None and not from_address.strip():
@@ -463,37 +474,30 @@ def who_am_i(app: App, from_address: str | None, named: dict[str, Any], *, readi
         me = named_sender(app, explicit=from_address, named=given or None)
     except AgentLinkError as exc:
         fail(exc)
-    if reading and me.known:  # named or not, the reader must be proved
-        prove_reading(app, me.address)
-    return me
+    return proved(app, me) if reading else me  # named or not, a reader must be proved
 
 
 def as_caller(app: App, as_address: str | None) -> Any:
-    """The reader of a command that shows mail: ``--as ADDRESS`` or the current session, proved (:func:`prove_reading`)."""
+    """The reader of a command that shows mail: ``--as ADDRESS`` or the current session, proved (:func:`proved`)."""
     from agent_link_core.cli_text import address_error
     from agent_link_core.model import Caller, address_scheme
 
-    if as_address is None:
-        me = app.caller()
-    elif problem := address_error(as_address, "as"):
+    if as_address is not None and (problem := address_error(as_address, "as")):
         fail(problem)
-    else:
-        me = Caller(as_address, "cli", address_scheme(as_address))
-    if me.known:
-        prove_reading(app, me.address)
-    return me
+    return proved(app, app.caller() if as_address is None else Caller(as_address, "cli", address_scheme(as_address)))
 
 
-def prove_reading(app: App, address: str) -> None:
-    """End the command (one line, exit 1) unless this process may read the mail of ``address``
+def proved(app: App, me: Any) -> Any:
+    """``me`` (a Caller), ending the command (one line, exit 1) unless this process may read the mail of a known one
     (:func:`agent_link_core.identity.prove_reader`)."""
     from agent_link_core.identity import prove_reader, reader_proved_here
     from agent_link_core.model import RUNTIME_SOURCES
 
-    if not reader_proved_here(app, address):
+    if me.known and not reader_proved_here(app, me.address):
         # only a session its host names needs the host's proof (I/O); any other is refused without starting asyncio
-        asks_host = (caller := app.caller()).known and caller.address == address and caller.source in RUNTIME_SOURCES
-        run_async(prove_reader(app, address), inline=not asks_host)
+        asks_host = (caller := app.caller()).known and caller.address == me.address and caller.source in RUNTIME_SOURCES
+        run_async(prove_reader(app, me.address), inline=not asks_host)
+    return me
 
 
 def guarded(run: Callable[[], Any]) -> Any:

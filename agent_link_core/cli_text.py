@@ -15,13 +15,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# Tool argument -> CLI option or argument, for every command (a command's own wins; without one a path reads ``--path``).
-FIELD_NAMES = {
-    "replyBy": "--reply-by", "waitForReply": "--wait", "timeoutMs": "--timeout-ms", "requireKnown": "--require-known", "alias": "ALIAS",
-    "new": "NEW", "address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID", "correlationId": "--correlation-id",
-    "query": "QUERY", "senderProject": "--from-project", "senderLabel": "--label",
-}
-COMMAND_FIELDS = {"send": {"messageId": "--message-id"}, "inbox": {"messageId": "--message-id"}}
+# Tool argument -> CLI argument where the core's tools and commands name one differently (a command's parameters name
+# theirs: cli_run.declared_names, passed as ``names``; without either a path reads ``--path``, a camelCase one ``--kebab-case``).
+FIELD_NAMES = {"address": "TARGET", "to": "TARGET", "message": "TEXT", "messageId": "MESSAGE_ID"}
 # MCP tool -> the command a person runs for the same thing, and the plugin that adds that command (None: the core's)
 TOOL_COMMANDS = {
     "read_agent_link_inbox": ("inbox", None), "agent_link_mailbox_inspect": ("inbox --all", None), "list_agents": ("sessions", "listings"),
@@ -30,13 +26,9 @@ TOOL_COMMANDS = {
 }
 
 
-def _names(command: str | None, own: dict[str, str] | None = None) -> dict[str, str]:
-    return {**FIELD_NAMES, **COMMAND_FIELDS.get(command or "", {}), **(own or {})}
-
-
 def _field(path: str, names: dict[str, str]) -> str:
     """The CLI's name of an error's path: ``names`` of it or of its array (``paths.1``: ``PATH #2``),
-    a variable's name (``env.X`` or ``X``), else ``--path``."""
+    a variable's name (``env.X`` or ``X``), else ``--path`` (``--kebab-case`` of a camelCase one)."""
     if path.startswith("env."):
         return path[4:]
     if path.isupper() and path.replace("_", "").isalnum():
@@ -46,15 +38,17 @@ def _field(path: str, names: dict[str, str]) -> str:
     array, _, index = path.rpartition(".")
     if index.isdigit() and array in names:
         return f"{names[array]} #{int(index) + 1}"
-    return f"--{path}" if path else "arguments"
+    import re  # here and below: only a command that fails words an error
+
+    return "--" + re.sub(r"(?<=[a-z0-9])[A-Z]", lambda m: "-" + m[0].lower(), path) if path else "arguments"
 
 
-def cli_words(text: str, command: str | None = None, names: dict[str, str] | None = None) -> str:
+def cli_words(text: str, names: dict[str, str] | None = None) -> str:
     """``text`` with tool argument and tool names replaced by option and command names
-    (``names``: the command's own ``{tool argument: CLI option or ARGUMENT}``, over the core's)."""
-    import re  # here: only a command that fails words an error
+    (``names``: the command's own ``{tool argument: CLI option or ARGUMENT}``: cli_run.declared_names, over the core's)."""
+    import re
 
-    names = _names(command, names)
+    names = {**FIELD_NAMES, **(names or {})}
     for tool, (cmd, plugin) in TOOL_COMMANDS.items():
         if tool in text:  # a plugin's command named where it exists, else with the plugin that adds it
             loaded = plugin is None or plugin in _loaded_plugins()
@@ -74,16 +68,16 @@ def error_line(exc: AgentLinkError, command: str | None = None, command_path: st
                names: dict[str, str] | None = None) -> str:
     """One line for stderr: what went wrong, in CLI terms, then what to do.
 
-    :param command: the command's own name (``send``), for its option names.
+    :param command: the command's own name (``send``).
     :param command_path: the words after ``agent-link`` that run it (``config set``), for the help pointer; defaults to ``command``.
     :param names: the command's own ``{tool argument: CLI option or ARGUMENT}`` (``projectRoot``, ``paths.0``).
     """
-    words = functools.partial(cli_words, command=command, names=names)
+    words = functools.partial(cli_words, names=names)
     errors = exc.details.get("errors") if exc.code == "invalid_arguments" else None
     if not errors or (exc.message and all(str(e.get("expected", "")) in exc.message for e in errors)):
         # (bad arguments whose message says what each should be, as a setting's: no list, no --help)
         return _one_line(f"agent-link: {words(exc.message)}" + (f" {words(exc.hint)}" if exc.hint else ""))
-    table = _names(command, names)
+    table = {**FIELD_NAMES, **(names or {})}
     fields = [_field(e.get("path") or "", table) for e in errors]
     # each error's own example (a rule such as ``format`` is shared by timestamps and cursors)
     listed = "; ".join(f"{field}: expected {words(str(e.get('expected', '')))}" + (f" (e.g. {e['example']})" if e.get("example") else "")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, as_read, command, echo, emit, fail, get_app, not_marked,
-                                     option, print_messages, show_then_mark, usage_error)
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, as_read, command, declared_names, echo, emit, fail, get_app,
+                                     not_marked, option, print_messages, show_then_mark, usage_error)
 from agent_link_core.errors import AgentLinkError
 
 TYPE_CHECKING = False
@@ -109,5 +109,5 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
             not_marked(exc, f"{shown} not marked read (the next inbox read shows {'it' if len(to_mark) == 1 else 'them'} again)")
 
     for w in data.get("warnings", []):  # e.g. a state dir that refuses writes: nothing is marked read
-        echo(f"warning: {cli_words(w['message'], 'inbox')}", err=True)
+        echo(f"warning: {cli_words(w['message'], declared_names(ctx))}", err=True)
     show_then_mark(lambda: emit(data, as_json, human, ndjson), mark_shown, "nothing was marked read")

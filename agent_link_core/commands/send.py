@@ -6,8 +6,8 @@ import json
 import re
 import sys
 
-from agent_link_core.cli_run import (EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, echo, emit, fail, get_app,
-                                     message_text, option, run_async, show_then_mark, usage_error, who_am_i)
+from agent_link_core.cli_run import (EXIT_UNDELIVERED, EXIT_UNKNOWN, FROM, JSON, NDJSON, argument, command, declared_names, echo, emit,
+                                     fail, get_app, message_text, option, run_async, show_then_mark, usage_error, who_am_i)
 from agent_link_core.addresses import MESSAGE_ID_WORDS
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.lazy import Struct, field
@@ -38,13 +38,13 @@ if TYPE_CHECKING:
     option("--require-known", flag=True, help="Refuse a plain address no process is known to serve (typo guard; without the presence plugin: every plain address)."),
     option("--require-delivered", flag=True, help=f"Exit {EXIT_UNDELIVERED} unless the outcome is delivered."),
     option("--correlation-id", help="Your id tying this message to others (stored, part of the idempotency check)."),
-    option("--from-project", help="The sender's project name (stored with the message)."),
+    option("--from-project", "sender_project", help="The sender's project name (stored with the message)."),
     option("--label", "sender_label", help="A label for the sender, e.g. its role (stored with the message)."),
     FROM, JSON, NDJSON)
 def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: str | None, ttl_ms: int | None,
          reply_by: str | None, anticipation: str | None, retry_count: int,
          retry_delay_ms: int, retry_backoff: float, retry_jitter: float, retry_unknown: bool, require_known: bool,
-         require_delivered: bool, correlation_id: str | None, from_project: str | None, sender_label: str | None,
+         require_delivered: bool, correlation_id: str | None, sender_project: str | None, sender_label: str | None,
          from_address: str | None, as_json: bool, ndjson: bool, then: Any = None, **named: Any) -> None:
     """Send TEXT to TARGET: a contact alias, an address (harness:id, role:name), a form a plugin
     understands (e.g. an endpoint composite), or a bare session id. TEXT `-` reads stdin.
@@ -76,23 +76,24 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     me = who_am_i(app, from_address, named, reading=then is not None)  # --wait shows the answer: a read, checked before sending
     result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
                                      retry_delays_ms=retry_delays(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
-                                     require_known=require_known, correlation_id=correlation_id, sender_project=from_project, sender_label=sender_label,
+                                     require_known=require_known, correlation_id=correlation_id, sender_project=sender_project, sender_label=sender_label,
                                      envelope_format=None if envelope_format == "agent-link" else envelope_format),
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
     if then is not None:
         then.sent(app, me, result, data, target)
+    names = declared_names(ctx)  # its options' names in what it says
 
     def warn() -> None:  # on stderr, with --json too: scripts read stdout; people still see warnings
         for w in data.get("warnings", []):
-            echo(f"warning: {cli_words(w['message'], 'send')}", err=True)
+            echo(f"warning: {cli_words(w['message'], names)}", err=True)
 
     def human(d: dict[str, Any]) -> None:
         sent = "nothing sent" if d["outcome"] == "rejected" else d["messageId"]  # a refused --message-id names no message of this send
         echo(f"{d['outcome']}: {sent or 'nothing sent'} to {d['to'] or target}"
              + (" (already sent; nothing resent)" if d["duplicate"] else ""))
         if d.get("error"):
-            echo(f"agent-link: {cli_words(d['error']['message'], 'send')} {cli_words(d['error'].get('hint') or '', 'send')}".rstrip(), err=True)
+            echo(f"agent-link: {cli_words(d['error']['message'], names)} {cli_words(d['error'].get('hint') or '', names)}".rstrip(), err=True)
         warn()
         if then is not None:
             then.show(d)
@@ -159,9 +160,8 @@ async def send_reliably(
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
         an unusable state dir (``state_io_error``).
     """
-    message_id, client_id, fingerprint = _idempotency(message_id, ttl_ms, envelope_format, (
-        ("correlationId", "correlation-id", correlation_id), ("senderProject", "from-project", sender_project),
-        ("senderLabel", "label", sender_label)))
+    message_id, client_id, fingerprint = _idempotency(message_id, ttl_ms, envelope_format, {
+        "correlationId": correlation_id, "senderProject": sender_project, "senderLabel": sender_label})
     try:
         resolved = await app.directory.resolve_target(target, sender)
         app.outbox.check_format(envelope_format, resolved, "a target")
@@ -202,20 +202,20 @@ async def send_reliably(
 
 
 def _idempotency(message_id: str | None, ttl_ms: int | None, envelope_format: str | None,
-                 texts: tuple[tuple[str, str, str | None], ...]) -> tuple[str | None, str | None, dict[str, Any]]:
+                 texts: dict[str, str | None]) -> tuple[str | None, str | None, dict[str, Any]]:
     """``(ULID stored under, the UUID given or None, the fingerprint a resend must repeat)``; ``invalid_arguments``."""
     if ttl_ms is not None and ttl_ms <= 0:
-        raise invalid_arguments([{"path": "ttl-ms", "rule": "minimum", "expected": "a positive number of ms"}])
+        raise invalid_arguments([{"path": "ttlMs", "rule": "minimum", "expected": "a positive number of ms"}])
     client_id = None
     if message_id is not None and not is_ulid(message_id.upper()):
         if (ulid := ulid_of_uuid(message_id)) is None:
-            raise invalid_arguments([{"path": "message-id", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
+            raise invalid_arguments([{"path": "messageId", "rule": "pattern", "expected": MESSAGE_ID_WORDS}])
         client_id, message_id = message_id.lower(), ulid
-    for _, flag, value in texts:
+    for key, value in texts.items():
         if value is not None and not (0 < len(value.strip()) <= 256):
-            raise invalid_arguments([{"path": flag, "rule": "length", "expected": "1-256 characters, not only spaces"}])
-    given = (("ttlMs", "", ttl_ms), *texts, ("clientMessageId", "", client_id), ("envelopeFormat", "", envelope_format))
-    return message_id and message_id.upper(), client_id, {key: value for key, _, value in given if value is not None}
+            raise invalid_arguments([{"path": key, "rule": "length", "expected": "1-256 characters, not only spaces"}])
+    given = {"ttlMs": ttl_ms, **texts, "clientMessageId": client_id, "envelopeFormat": envelope_format}
+    return message_id and message_id.upper(), client_id, {key: value for key, value in given.items() if value is not None}
 
 
 async def _pushed_again(app: App, row: Any, delivery: Any, result: SendResult, delays_ms: Sequence[float],

@@ -69,6 +69,15 @@ def test_bad_input_gets_one_line_never_a_traceback() -> None:
         assert not any(line.startswith(("Usage:", "Try ", "Error:")) for line in lines), (args, proc.stderr)
 
 
+def test_an_error_names_the_commands_own_arguments() -> None:
+    """A refused alias reads as the command's argument (its declaration names it: no table in the core)."""
+    assert run("contacts", "add", "bob", "team:bob").returncode == 0 and run("contacts", "add", "carl", "team:carl").returncode == 0
+    taken = run("contacts", "rename", "carl", "bob")
+    assert taken.returncode == 2 and "agent-link contacts rename: NEW: expected an alias not already bound." in taken.stderr, taken.stderr
+    assert "ALIAS: expected 1-64 of a-z" in run("contacts", "add", "Bad Alias!", "team:z").stderr
+    assert "agent-link find: QUERY: expected" in run("find", " ").stderr
+
+
 @pytest.mark.parametrize("args", [("sessions",), ("who",), ("contacts", "list")])
 def test_every_json_is_one_versioned_object_and_ndjson_is_one_line(args: tuple[str, ...]) -> None:
     pretty = run(*args, "--json")

@@ -24,7 +24,7 @@ EXIT_TIMEOUT = 6
 NO_ANSWER = frozenset({"timeout", "expired", "unresolved"})
 #: the options this plugin gives the core's ``send``, where they stood when the core had them (before ``--retry-count``)
 SEND_OPTIONS = (
-    option("--wait", "wait_reply", flag=True, help="Wait for the recipient's resolution (implies reply)."),
+    option("--wait", "wait_for_reply", flag=True, help="Wait for the recipient's resolution (implies reply)."),
     option("--timeout-ms", kind="whole", low=0, high=600000, help="With --wait: how long to wait (default 60000, at most 600000)."),
 )
 
@@ -61,7 +61,7 @@ def add_wait_option(cli: click.Group) -> None:
     commands are placeholders without a callback: docs/plugins.md), its callback then running :class:`SendWait` as the
     send's ``then``. The fast path leaves a ``send`` with either option to click's path, which calls this."""
     command = cli.commands.get("send")
-    if command is None or command.callback is None or any(p.name == "wait_reply" for p in command.params):
+    if command is None or command.callback is None or any(p.name == "wait_for_reply" for p in command.params):
         return
     from agent_link_core.cli import click_param
     from agent_link_core.cli_run import import_target
@@ -71,10 +71,10 @@ def add_wait_option(cli: click.Group) -> None:
     command.params[at:at] = [click_param(p) for p in SEND_OPTIONS]
 
     @functools.wraps(core.callback)
-    def send(ctx: Any, *, wait_reply: bool = False, timeout_ms: int | None = None, **values: Any) -> None:
-        if timeout_ms is not None and not wait_reply:  # refused before the text is read from stdin
+    def send(ctx: Any, *, wait_for_reply: bool = False, timeout_ms: int | None = None, **values: Any) -> None:
+        if timeout_ms is not None and not wait_for_reply:  # refused before the text is read from stdin
             usage_error("--timeout-ms needs --wait")
-        core.callback(ctx, then=SendWait(60000 if timeout_ms is None else timeout_ms) if wait_reply else None, **values)
+        core.callback(ctx, then=SendWait(60000 if timeout_ms is None else timeout_ms) if wait_for_reply else None, **values)
 
     callback = click.pass_context(Command(send, core.params, core.sender).run)
     callback.__agent_link_sender_options__ = core.sender  # type: ignore[attr-defined]
