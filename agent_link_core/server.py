@@ -25,7 +25,6 @@ from agent_link_core.hook import refresh_registry
 from agent_link_core.app import App
 from agent_link_core.boundary import expect
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import call_harness
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
 
@@ -122,7 +121,6 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     server = build_server(app)
     if app.read_only is not None:  # opened only to be read: say once why, not per write refused
         log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
-    capabilities = mcp_capabilities(app)
     app.mcp_connection = app.hooks.mcp_connection(write_stream)
     peer = None
     if app.mcp_connection is not None:
@@ -139,21 +137,21 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, app, app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
                           f"harness.{harness.name}.serve", partial(harness.serve, app, peer))
-        await server.run(read_stream, write_stream, server.create_initialization_options(experimental_capabilities=capabilities))
+        await server.run(read_stream, write_stream, server.create_initialization_options(experimental_capabilities={}))
         tg.cancel_scope.cancel()
 
 
 class _Watched:
     """One side of the transport (``inner``: its read or write stream) as the SDK's server gets it while ``plugin`` watches
     the connection (``agent_link_mcp_connection``): each item passes ``peer.inbound`` or ``peer.outbound`` through the
-    boundary first; a watcher that faults lets the item through as it is."""
+    boundary first (an item ``outbound`` answers is written instead); a watcher that faults lets the item through as it is."""
 
     def __init__(self, app: App, plugin: str, peer: Any, inner: Any, write: Any) -> None:
         self._boundary, self._plugin, self._peer, self._inner, self._write = app.hooks.boundary, plugin, peer, inner, write
 
     def _told(self, method: str, item: Any) -> Any:
         return self._boundary.call(self._plugin, f"agent_link_mcp_connection.{method}", lambda: getattr(self._peer, method)(item),
-                                   check=_ANSWER if method == "inbound" else None)
+                                   check=_ANSWER)
 
     @property
     def last_context(self) -> Any:
@@ -166,8 +164,7 @@ class _Watched:
         return item
 
     async def send(self, item: Any) -> None:
-        self._told("outbound", item)
-        await self._inner.send(item)
+        await self._inner.send(self._told("outbound", item) or item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -188,18 +185,7 @@ class _Watched:
         await self.aclose()
 
 
-_ANSWER = expect(lambda r: isinstance(r, SessionMessage), "expected None or a SessionMessage to answer with")
-
-
-def mcp_capabilities(app: App) -> dict[str, dict[str, Any]]:
-    """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
-    problem = expect(lambda r: isinstance(r, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in r.items()),
-                     "expected {name: dict}")
-    capabilities: dict[str, dict[str, Any]] = {}
-    for harness in list(app.harnesses.values()):
-        capabilities.update(call_harness(app.hooks, harness, "mcp_capabilities", partial(harness.mcp_capabilities, app),
-                                         default={}, check=problem) or {})
-    return capabilities
+_ANSWER = expect(lambda r: isinstance(r, SessionMessage), "expected None or a SessionMessage")
 
 
 async def _exit_on_signal(app: App | None) -> None:

@@ -158,7 +158,7 @@ class Watcher:
         return act("watch", None, wrong="not a message")
 
     def outbound(self, item):
-        act("watch", None)
+        return act("watch", None, wrong="not a message")
 
     def view(self):
         return act("watch", {"watched": True}, wrong=["not", "a", "dict"])
