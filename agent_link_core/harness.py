@@ -156,10 +156,6 @@ class Harness:
             no new evidence (the default).
         """
 
-    def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
-        """Experimental MCP capabilities to advertise at ``initialize`` (``{name: {}}``)."""
-        return {}
-
     async def serve(self, app: Any, peer: Any) -> None:
         """Background work of an MCP server process (e.g. pushing new mail), started before the client's first message and
         cancelled when the connection ends. ``peer``: what the plugin watching the connection answered

@@ -395,16 +395,17 @@ def agent_link_server_tasks(app: App) -> list[Callable[[], Awaitable[None]]] | N
 @hookspec(firstresult=True)
 def agent_link_mcp_connection(write: Any, app: App) -> Any:
     """Watch an ``agent-link mcp`` connection message by message (which protocol revision the client speaks; a host
-    plugin refuses ``server/discover`` while its live channel needs the ``initialize`` handshake). Called once per connection,
-    after the harnesses' ``mcp_capabilities``, before the client's first message.
+    plugin refuses ``server/discover`` while its live channel needs the ``initialize`` handshake, and adds its channel's
+    capability to the ``initialize`` answer). Called once per connection, before the client's first message.
 
     :param write: where the plugin writes notifications: ``await write.send(SessionMessage(JSONRPCNotification(...)))``
         (MCP SDK types); anything else raises ``TypeError`` there.
     :param app: the server's App.
     :returns: None, or a peer that every harness's ``serve`` receives, with ``inbound(item) -> SessionMessage | None`` (each
         item read from the client, before the SDK's server sees it; an answer, a ``JSONRPCResponse`` or ``JSONRPCError``
-        with the request's id, is written back instead of passing it on; any other answer is a fault and the item passes),
-        ``outbound(item) -> None`` (each item the server writes, before it is written) and ``view() -> dict``
+        with the request's id, is written back instead of passing it on), ``outbound(item) -> SessionMessage | None``
+        (each item the server writes, before it is written; an answer, the same kind of message with the same id, is
+        written instead of it) and ``view() -> dict``; an answer that is none of these is a fault, and the item passes
         (``agent_link_health``'s ``mcp``). Each call is synchronous and must be cheap.
     """
 

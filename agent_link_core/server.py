@@ -23,9 +23,7 @@ from mcp.shared.message import SessionMessage
 from agent_link_core import __version__, discovery
 from agent_link_core.hook import refresh_registry
 from agent_link_core.app import App
-from agent_link_core.boundary import expect
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import call_harness
 from agent_link_core.tools.core_tools import CORE_TOOLS
 from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
 
@@ -122,7 +120,6 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     server = build_server(app)
     if app.read_only is not None:  # opened only to be read: say once why, not per write refused
         log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
-    capabilities = mcp_capabilities(app)
     app.mcp_connection = app.hooks.mcp_connection(_Notifications(write_stream))
     peer = None
     if app.mcp_connection is not None:
@@ -139,21 +136,21 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
         for harness in app.harnesses.values():
             tg.start_soon(_guarded, app, app.hooks.owner("harness", harness.name) or f"harness {harness.name}",
                           f"harness.{harness.name}.serve", partial(harness.serve, app, peer))
-        await server.run(read_stream, write_stream, server.create_initialization_options(experimental_capabilities=capabilities))
+        await server.run(read_stream, write_stream, server.create_initialization_options(experimental_capabilities={}))
         tg.cancel_scope.cancel()
 
 
 class _Watched:
     """One side of the transport (``inner``: its read or write stream) as the SDK's server gets it while ``plugin`` watches
     the connection (``agent_link_mcp_connection``): each item passes ``peer.inbound`` or ``peer.outbound`` through the
-    boundary first; a watcher that faults lets the item through as it is."""
+    boundary first (an item ``outbound`` answers is written instead); a watcher that faults lets the item through as it is."""
 
     def __init__(self, app: App, plugin: str, peer: Any, inner: Any, write: Any) -> None:
         self._boundary, self._plugin, self._peer, self._inner, self._write = app.hooks.boundary, plugin, peer, inner, write
 
     def _told(self, method: str, item: Any) -> Any:
         return self._boundary.call(self._plugin, f"agent_link_mcp_connection.{method}", lambda: getattr(self._peer, method)(item),
-                                   check=partial(_answer_problem, item) if method == "inbound" else None)
+                                   check=partial(_inbound_problem if method == "inbound" else _outbound_problem, item))
 
     @property
     def last_context(self) -> Any:
@@ -166,8 +163,7 @@ class _Watched:
         return item
 
     async def send(self, item: Any) -> None:
-        self._told("outbound", item)
-        await self._inner.send(item)
+        await self._inner.send(self._told("outbound", item) or item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -188,13 +184,24 @@ class _Watched:
         await self.aclose()
 
 
-def _answer_problem(item: Any, answer: Any, plugin: str) -> str | None:
-    """Why a watcher's answer to ``item`` cannot be written back: it must answer a request, by its id, with a response or
-    an error the transport can encode (encoding it here: what that raises is the watcher's fault, not the server's end)."""
+def _inbound_problem(item: Any, answer: Any, plugin: str) -> str | None:
+    """Why a watcher's answer to the client's ``item`` cannot be written back: it must answer a request, by its id, with a
+    response or an error the transport can encode (encoded here: what that raises is the watcher's fault, not the server's end)."""
     request = getattr(item, "message", None)
     if not (isinstance(answer, SessionMessage) and isinstance(answer.message, (types.JSONRPCResponse, types.JSONRPCError))
             and isinstance(request, types.JSONRPCRequest) and answer.message.id == request.id):
         return f"returned {type(answer).__name__}; expected None or a SessionMessage answering the request with its id"
+    answer.message.model_dump_json(by_alias=True, exclude_unset=True)
+    return None
+
+
+def _outbound_problem(item: Any, answer: Any, plugin: str) -> str | None:
+    """Why a watcher's replacement of the server's ``item`` cannot be written: it must be the same kind of message with
+    the same id, one the transport can encode (encoded here, as for :func:`_inbound_problem`)."""
+    message = getattr(item, "message", None)
+    if not (isinstance(answer, SessionMessage) and type(answer.message) is type(message)
+            and getattr(answer.message, "id", None) == getattr(message, "id", None)):
+        return f"returned {type(answer).__name__}; expected None or the SessionMessage to write instead, of the same kind and id"
     answer.message.model_dump_json(by_alias=True, exclude_unset=True)
     return None
 
@@ -213,17 +220,6 @@ class _Notifications:
             raise TypeError(f"only a SessionMessage holding a JSONRPCNotification may be written, not {type(item).__name__}")
         item.message.model_dump_json(by_alias=True, exclude_unset=True)
         await self._write.send(item)
-
-
-def mcp_capabilities(app: App) -> dict[str, dict[str, Any]]:
-    """The experimental MCP capabilities every harness offers (a failing harness offers none)."""
-    problem = expect(lambda r: isinstance(r, dict) and all(isinstance(k, str) and isinstance(v, dict) for k, v in r.items()),
-                     "expected {name: dict}")
-    capabilities: dict[str, dict[str, Any]] = {}
-    for harness in list(app.harnesses.values()):
-        capabilities.update(call_harness(app.hooks, harness, "mcp_capabilities", partial(harness.mcp_capabilities, app),
-                                         default={}, check=problem) or {})
-    return capabilities
 
 
 async def _exit_on_signal(app: App | None) -> None:

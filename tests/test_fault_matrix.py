@@ -161,7 +161,7 @@ class Watcher:
         return act("watch", None, wrong=SessionMessage({"not": "a JSON-RPC model"}), huge=lambda: None)
 
     def outbound(self, item):
-        act("watch", None, huge=lambda: None)
+        return act("watch", None, wrong=SessionMessage({"not": "a JSON-RPC model"}), huge=lambda: None)
 
     def view(self):
         return act("watch", {"watched": True}, wrong={"not json": {1, 2}}, huge=lambda: {"blob": "x" * BIG})

@@ -27,7 +27,7 @@ from agent_link_core.hook import HookContext
 from agent_link_core.records import EnvelopeContribution
 from agent_link_core.model import Caller, Session
 from agent_link_core.records import PromptHook
-from agent_link_core.server import mcp_capabilities, tool_definition
+from agent_link_core.server import tool_definition
 from agent_link_core.store import Migration
 from agent_link_core.tools.registry import ToolSpec, run_tool
 
@@ -317,9 +317,6 @@ class BadHarness(Harness):
     def health(self) -> dict[str, Any]:
         return self._m("health", "healthy", {})
 
-    def mcp_capabilities(self, app: Any) -> dict[str, dict[str, Any]]:
-        return self._m("mcp_capabilities", ["bad/cap"], {})
-
 
 class BadHarnessPlugin:
     def __init__(self, method: str, fault: str, gate: Gate) -> None:
@@ -344,7 +341,6 @@ HOOKS = [
 HARNESS_METHODS = [
     ("attach", ("raise", "hang")), ("identify_caller", ("raise", "wrong", "hang")), ("list_sessions", ("raise", "wrong")),
     ("get_session", ("raise", "wrong", "hang")), ("deliver", ("raise", "wrong", "hang")), ("health", ("raise", "wrong", "hang")),
-    ("mcp_capabilities", ("raise", "wrong", "hang")),
 ]
 
 
@@ -461,7 +457,6 @@ async def test_a_faulty_harness_affects_only_its_own_sessions(method: str, fault
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     app, good = make_app(BadHarnessPlugin(method, fault, gate), monkeypatch, fault)
     try:
-        assert mcp_capabilities(app) == {}  # what serve() advertises at initialize
         await assert_core_serves(app, good)
         if "bad" in app.harnesses and method != "get_session":  # mail to its sessions is still stored
             out = await app.send(caller=GOOD_ONE, to="bad:one", body="for bad")

@@ -28,15 +28,17 @@ class McpPeer:
 
     :param write: the transport's stream of outbound :class:`SessionMessage`; :meth:`notify` writes there.
     :param refuse_discover: answer ``server/discover`` with JSON-RPC error -32601 instead of passing it to the SDK.
+    :param capabilities: experimental capabilities (``{name: {}}``) added to the ``initialize`` answer (:meth:`outbound`).
 
     Attributes: ``era`` (:data:`HANDSHAKE`, :data:`STATELESS`, None before the first request), ``protocol_version`` (e.g.
     ``"2025-11-25"``), ``client_info`` (``{}`` until the client says it), ``initialized`` (a handshake client sent
     ``notifications/initialized``: notifications may be written), ``discover_refused``.
     """
 
-    def __init__(self, write: Any, *, refuse_discover: bool = False) -> None:
+    def __init__(self, write: Any, *, refuse_discover: bool = False, capabilities: Mapping[str, dict[str, Any]] | None = None) -> None:
         self._write = write
         self.refuse_discover = refuse_discover
+        self.capabilities = dict(capabilities or {})
         self.client_info: dict[str, Any] = {}
         self.era: str | None = None
         self.protocol_version: str | None = None
@@ -86,14 +88,21 @@ class McpPeer:
                 self._initialized_early = True
         return None
 
-    def outbound(self, item: Any) -> None:
-        """Record one item the SDK writes to the client (the ``initialize`` answer fixes the revision)."""
+    def outbound(self, item: Any) -> SessionMessage | None:
+        """Record one item the SDK writes to the client (the ``initialize`` answer fixes the revision); the ``initialize``
+        answer with :attr:`capabilities` added to its ``capabilities.experimental`` to write instead, else None."""
         message = item.message if isinstance(item, SessionMessage) else None
         if isinstance(message, types.JSONRPCResponse) and message.id in self._initialize_ids:
             self._initialize_ids.discard(message.id)
-            version = message.result.get("protocolVersion") if isinstance(message.result, Mapping) else None
-            if isinstance(version, str):
+            result = message.result if isinstance(message.result, Mapping) else {}
+            if isinstance(version := result.get("protocolVersion"), str):
                 self.era, self.protocol_version = HANDSHAKE, version
                 self.initialized = self.initialized or self._initialized_early
+            offered = result.get("capabilities")
+            if self.capabilities and isinstance(offered, Mapping):
+                experimental = {**(offered.get("experimental") or {}), **self.capabilities}
+                answer = {**result, "capabilities": {**offered, "experimental": experimental}}
+                return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=answer), metadata=item.metadata)
         elif isinstance(message, types.JSONRPCError):
             self._initialize_ids.discard(message.id)
+        return None

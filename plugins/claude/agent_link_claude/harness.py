@@ -445,8 +445,9 @@ class ClaudeHarness(Harness):
             return str(host).strip().lower() == NAME
         return self.identify_caller({}, app.env) is not None
 
-    def mcp_capabilities(self, app: App) -> dict[str, dict[str, Any]]:
-        """``{"claude/channel": {}}`` when :meth:`channel_wanted`, else nothing."""
+    def declare_channel(self, app: App) -> dict[str, dict[str, Any]]:
+        """At an MCP connection's start (``agent_link_mcp_connection``): the experimental capabilities its ``initialize``
+        answer adds, ``{"claude/channel": {}}`` when :meth:`channel_wanted`, else nothing."""
         self.channel_declared = self.channel_wanted(app)
         return {CAPABILITY: {}} if self.channel_declared else {}
 

@@ -54,11 +54,14 @@ def agent_link_register_harnesses(register: Callable[[HarnessDeclaration], None]
 
 @hookimpl
 def agent_link_mcp_connection(write: Any, app: Any) -> Any:
-    """Watch every MCP connection (health's ``mcp``; the channel's gate reads it), refusing ``server/discover`` while the
-    ``claude`` harness declares its channel (:mod:`agent_link_claude.connection`)."""
+    """Watch every MCP connection (health's ``mcp``; the channel's gate reads it). While the ``claude`` harness declares its
+    channel (:meth:`~agent_link_claude.harness.ClaudeHarness.declare_channel`), add ``claude/channel`` to the ``initialize``
+    answer and refuse ``server/discover`` (:mod:`agent_link_claude.connection`)."""
     from agent_link_claude.connection import McpPeer
 
-    return McpPeer(write, refuse_discover=bool(getattr(app.harnesses.get("claude"), "channel_declared", False)))
+    harness = app.harnesses.get("claude")
+    capabilities = harness.declare_channel(app) if harness is not None else {}
+    return McpPeer(write, refuse_discover=bool(capabilities), capabilities=capabilities)
 
 
 @hookimpl

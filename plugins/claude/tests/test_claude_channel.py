@@ -347,7 +347,7 @@ def test_capability_is_declared_only_inside_claude_code(monkeypatch: pytest.Monk
     application = App.create()
     try:
         harness = application.harnesses["claude"]
-        assert harness.mcp_capabilities(application) == ({"claude/channel": {}} if declared else {})
+        assert harness.declare_channel(application) == ({"claude/channel": {}} if declared else {})
     finally:
         application.close()
 

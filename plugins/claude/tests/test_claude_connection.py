@@ -60,11 +60,13 @@ class BackgroundHarness(Harness):
 
 
 class WatchingPlugin(HarnessPlugin):
-    """Registers the harness and watches the connection, refusing ``server/discover`` when it needs the handshake."""
+    """Registers the harness and watches the connection, refusing ``server/discover`` and declaring a capability when
+    it needs the handshake."""
 
     @hookimpl
     def agent_link_mcp_connection(self, write: Any) -> McpPeer:
-        return McpPeer(write, refuse_discover=any(h.handshake for h in self.harnesses if isinstance(h, BackgroundHarness)))
+        handshake = any(h.handshake for h in self.harnesses if isinstance(h, BackgroundHarness))
+        return McpPeer(write, refuse_discover=handshake, capabilities={"test/push": {}} if handshake else None)
 
 
 @asynccontextmanager
@@ -132,6 +134,8 @@ async def test_a_refused_discover_is_method_not_found_and_never_reaches_the_serv
         with anyio.fail_after(BOUND_S):
             init = await session.initialize()
         assert init.protocol_version == "2025-11-25" and app.mcp_connection is not None
+        assert init.capabilities.experimental == {"test/push": {}}  # the peer's outbound added it
+        assert init.capabilities.tools is not None  # the rest of the SDK's answer stands
         peer = app.mcp_connection[1]
         assert peer.discover_refused and peer.era == HANDSHAKE
 
@@ -151,6 +155,7 @@ async def test_notifications_reach_a_handshake_client_and_fail_once_it_is_gone(m
                                                        "clientInfo": {"name": "raw", "version": "9"}}))
             answer = (await read.receive()).message
             assert isinstance(answer, types.JSONRPCResponse) and answer.result["protocolVersion"] == "2025-06-18"
+            assert answer.result["capabilities"]["experimental"] == {"test/push": {}}
             assert (peer.era, peer.protocol_version, peer.initialized) == (HANDSHAKE, "2025-06-18", False)
             await write.send(SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
             await peer.notify(PUSH, {"n": 1})
@@ -187,10 +192,21 @@ async def test_initialized_read_before_the_initialize_answer_went_out_still_coun
 
 @pytest.mark.parametrize("declared", [False, True])
 async def test_the_claude_plugin_watches_every_connection_and_refuses_discover_while_its_channel_is_declared(declared: bool) -> None:
-    app = type("FakeApp", (), {"harnesses": {"claude": type("H", (), {"channel_declared": declared})()}})()
+    capabilities = {"claude/channel": {}} if declared else {}
+    app = type("FakeApp", (), {"harnesses": {"claude": type("H", (), {"declare_channel": lambda self, app: capabilities})()}})()
     peer = plugin.agent_link_mcp_connection(None, app)
     assert isinstance(peer, McpPeer) and peer.refuse_discover is declared
     assert (peer.inbound(request(1, "server/discover")) is not None) is declared
+    peer.inbound(request(2, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}))
+    answer = SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=2, result={"protocolVersion": "2025-06-18",
+                                                                              "capabilities": {"tools": {}}}))
+    written = peer.outbound(answer)
+    if declared:  # the initialize answer goes out with the channel's capability
+        assert isinstance(written, SessionMessage) and isinstance(written.message, types.JSONRPCResponse)
+        assert written.message.id == 2
+        assert written.message.result["capabilities"] == {"tools": {}, "experimental": {"claude/channel": {}}}
+    else:
+        assert written is None
 
 
 async def test_the_sdk_alone_cannot_refuse_discover_and_then_serve_initialize() -> None:
