@@ -43,9 +43,7 @@ def migrations(records: Records) -> Callable[[], list[Any]]:
 
 
 def command(name: str, target: str, help: str, sender: bool = False, reader: bool = False) -> LazyCommand:
-    """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` (click imported now);
-    ``sender``: it has ``--from``, and takes the harnesses' sender options too; ``reader``: it only reads, and runs in a
-    state dir that cannot be written (:attr:`agent_link_core.cli_run.Command.reader`)."""
+    """A :class:`~agent_link_core.lazy_command.LazyCommand` (its arguments) for ``cli.add_command(...)`` (click imported now)."""
     from agent_link_core.lazy_command import LazyCommand
 
     return LazyCommand(name, target, help, sender, reader)

@@ -8,7 +8,7 @@ import types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from typing import Any, ClassVar, TypeVar, dataclass_transform
 
     F = TypeVar("F", bound=Callable[..., Any])
@@ -212,19 +212,3 @@ def argnames(function: Callable[..., Any]) -> tuple[str, ...] | None:
     method = "." in func.__qualname__.rpartition("<locals>.")[2]  # defined in a class
     implicit = bound or (method and names[:1] in (("self",), ("cls",)))  # pluggy's rule
     return names[1:] if implicit and names else names
-
-
-def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | None:
-    """The hooks ``package``'s (imported) :data:`DECLARED_ATTR` says entry module ``module``
-    (dotted name) implements, or None when it declares nothing for it."""
-    hooks = declared_records(package, DECLARED_ATTR, module)
-    if not isinstance(hooks, (tuple, list, frozenset, set)) or not all(isinstance(h, str) for h in hooks):
-        return None
-    return frozenset(hooks)
-
-
-def declared_records(package: types.ModuleType, attr: str, module: str) -> Any:
-    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR`, ...) gives entry module
-    ``module``, or None; its shape is checked by the hook call that reads it."""
-    table: Mapping[str, Any] | None = getattr(package, attr, None)
-    return table.get(module) if isinstance(table, dict) else None
