@@ -76,11 +76,10 @@ def lazy_handler(target: str) -> Callable[..., Awaitable[dict[str, Any]]]:
             try:
                 loaded.append(import_target(target))
             except (Exception, SystemExit) as exc:
-                from agent_link_core.boundary import describe, load_failed
+                from agent_link_core.boundary import load_failed
                 from agent_link_core.errors import AgentLinkError
 
-                plugin = load_failed(getattr(app, "hooks", None), target, f"tool handler {target}",
-                                     f"cannot load: {describe(exc)}", exc)
+                plugin = load_failed(getattr(app, "hooks", None), target, f"tool handler {target}", "", exc)[0]
                 raise AgentLinkError(
                     "internal_error", f"The {plugin} plugin's code for this tool cannot be loaded.",
                     {"cause": type(exc).__name__},

@@ -122,23 +122,17 @@ HOOKSPECS_ATTR = "AGENT_LINK_HOOKSPECS"
 GUARD_ATTR = PROJECT + "_guard"
 
 
-def _marker(function: F | None, attr: str, opts: dict[str, Any]) -> Any:
-    """``function`` marked with ``opts`` under ``attr``, or the decorator marking one (no function)."""
-
-    def mark(func: F) -> F:
-        setattr(func, attr, dict(opts))
-        return func
-
-    return mark if function is None else mark(function)
-
-
 def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalhook: bool = False,
              tryfirst: bool = False, trylast: bool = False, specname: str | None = None,
              wrapper: bool = False) -> Any:
     """Mark a hook implementation (``@hookimpl`` or ``@hookimpl(tryfirst=True)``) as pluggy's
     ``HookimplMarker`` does; returns the function, or a decorator when called with options only."""
-    return _marker(function, IMPL_ATTR, {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
-                                         "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
+    def mark(func: F) -> F:
+        setattr(func, IMPL_ATTR, {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
+                                  "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
+        return func
+
+    return mark if function is None else mark(function)
 
 
 def hookspec(function: F | None = None, *, firstresult: bool = False, check: Callable[[Any, str], str | None] | None = None,
@@ -148,7 +142,8 @@ def hookspec(function: F | None = None, *, firstresult: bool = False, check: Cal
     ``refuses``: an implementation may raise ``AgentLinkError``, ``awaitable``: may answer with an awaitable."""
     def mark(func: F) -> F:
         setattr(func, GUARD_ATTR, {"check": check, "refuses": refuses, "awaitable": awaitable})
-        return _marker(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
+        setattr(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
+        return func
 
     return mark if function is None else mark(function)
 

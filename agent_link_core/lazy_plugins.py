@@ -225,10 +225,6 @@ class Declared:
                                 fix=f"List exactly its migrations in {entry.package}.{lazy.SCHEMA_ATTR}.")
         return real
 
-    def order(self) -> list[str]:
-        """The plugins' names in registration order."""
-        return [e.name for e in self.entries if e.name not in self.boundary.disabled]
-
 
 def _place(methods: list[Impl], impl: Impl) -> None:
     """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""

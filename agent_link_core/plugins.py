@@ -174,7 +174,7 @@ class Hooks:
             self.call(hook_name, register=register)
             # Name clashes: the core wins, then a plugin's record named after itself, then the
             # earlier registered plugin (one installed later cannot take a name over).
-            rank = {name: i for i, name in enumerate(self._declared.order())}
+            rank = {entry.name: i for i, entry in enumerate(self._declared.entries)}
             offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
                                          rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}
