@@ -20,7 +20,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme
-from agent_link_core.plugins import Hooks, PluginReport, plugins_of
+from agent_link_core.plugins import Hooks, plugins_of
 from agent_link_core.settings_file import with_settings
 from agent_link_core.lazy_plugins import MigrationUnavailable
 from agent_link_core.store import Migration, Store, ensure_private_dir
@@ -48,7 +48,7 @@ class App:
     def __init__(self, config: Config, hooks: Hooks, env: Mapping[str, str], read_only_ok: bool = False) -> None:
         self.config = config
         self.hooks = hooks
-        self.plugin_report: PluginReport = hooks.report
+        self.plugin_report: Hooks = hooks
         self.env = env
         hooks.app = self
         hooks.boundary.sink = lambda problem: boundary.append_problem(config.state_dir, problem,

@@ -106,14 +106,15 @@ def oversize(value: Any, limit: int = MAX_RESULT_BYTES, text: str | None = None)
     return None if size <= limit else f"returned {size} bytes of JSON; at most {limit} may cross"
 
 
-def load_failed(hooks: Any, target: str, hook: str, error: str, exc: BaseException) -> str:
-    """Report ``target``'s code that cannot be imported as its plugin's problem in ``hook`` (``hooks``: the
-    process's :class:`~agent_link_core.plugins.Hooks`, None: not reported); the plugin's name."""
+def load_failed(hooks: Any, target: str, hook: str, what: str, exc: BaseException) -> tuple[str, str]:
+    """Report ``target``'s code that cannot be imported (``exc``) as its plugin's problem in ``hook`` (``hooks``: the
+    process's :class:`~agent_link_core.plugins.Hooks`, None: not reported); ``(the plugin's name, the error)``."""
+    error = f"{what}cannot load: {describe(exc)}"
     module = target.partition(":")[0]
     plugin = (hooks.plugin_of_module(module) if hooks is not None else None) or module.partition(".")[0]
     if hooks is not None:
         hooks.boundary.fault(plugin, hook, error, exc=exc if isinstance(exc, Exception) else None)
-    return plugin
+    return plugin, error
 
 
 class CallState:

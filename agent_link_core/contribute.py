@@ -43,9 +43,7 @@ def migrations(records: Records) -> Callable[[], list[Any]]:
 
 
 def command(name: str, target: str, help: str, sender: bool = False, reader: bool = False) -> LazyCommand:
-    """A :class:`~agent_link_core.lazy_command.LazyCommand` for ``cli.add_command(...)`` (click imported now);
-    ``sender``: it has ``--from``, and takes the harnesses' sender options too; ``reader``: it only reads, and runs in a
-    state dir that cannot be written (:attr:`agent_link_core.cli_run.Command.reader`)."""
+    """A :class:`~agent_link_core.lazy_command.LazyCommand` (its arguments) for ``cli.add_command(...)`` (click imported now)."""
     from agent_link_core.lazy_command import LazyCommand
 
     return LazyCommand(name, target, help, sender, reader)
@@ -78,11 +76,10 @@ def lazy_handler(target: str) -> Callable[..., Awaitable[dict[str, Any]]]:
             try:
                 loaded.append(import_target(target))
             except (Exception, SystemExit) as exc:
-                from agent_link_core.boundary import describe, load_failed
+                from agent_link_core.boundary import load_failed
                 from agent_link_core.errors import AgentLinkError
 
-                plugin = load_failed(getattr(app, "hooks", None), target, f"tool handler {target}",
-                                     f"cannot load: {describe(exc)}", exc)
+                plugin = load_failed(getattr(app, "hooks", None), target, f"tool handler {target}", "", exc)[0]
                 raise AgentLinkError(
                     "internal_error", f"The {plugin} plugin's code for this tool cannot be loaded.",
                     {"cause": type(exc).__name__},

@@ -8,7 +8,7 @@ import types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from typing import Any, ClassVar, TypeVar, dataclass_transform
 
     F = TypeVar("F", bound=Callable[..., Any])
@@ -122,23 +122,17 @@ HOOKSPECS_ATTR = "AGENT_LINK_HOOKSPECS"
 GUARD_ATTR = PROJECT + "_guard"
 
 
-def _marker(function: F | None, attr: str, opts: dict[str, Any]) -> Any:
-    """``function`` marked with ``opts`` under ``attr``, or the decorator marking one (no function)."""
-
-    def mark(func: F) -> F:
-        setattr(func, attr, dict(opts))
-        return func
-
-    return mark if function is None else mark(function)
-
-
 def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalhook: bool = False,
              tryfirst: bool = False, trylast: bool = False, specname: str | None = None,
              wrapper: bool = False) -> Any:
     """Mark a hook implementation (``@hookimpl`` or ``@hookimpl(tryfirst=True)``) as pluggy's
     ``HookimplMarker`` does; returns the function, or a decorator when called with options only."""
-    return _marker(function, IMPL_ATTR, {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
-                                         "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
+    def mark(func: F) -> F:
+        setattr(func, IMPL_ATTR, {"wrapper": wrapper, "hookwrapper": hookwrapper, "optionalhook": optionalhook,
+                                  "tryfirst": tryfirst, "trylast": trylast, "specname": specname})
+        return func
+
+    return mark if function is None else mark(function)
 
 
 def hookspec(function: F | None = None, *, firstresult: bool = False, check: Callable[[Any, str], str | None] | None = None,
@@ -148,7 +142,8 @@ def hookspec(function: F | None = None, *, firstresult: bool = False, check: Cal
     ``refuses``: an implementation may raise ``AgentLinkError``, ``awaitable``: may answer with an awaitable."""
     def mark(func: F) -> F:
         setattr(func, GUARD_ATTR, {"check": check, "refuses": refuses, "awaitable": awaitable})
-        return _marker(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
+        setattr(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
+        return func
 
     return mark if function is None else mark(function)
 
@@ -212,19 +207,3 @@ def argnames(function: Callable[..., Any]) -> tuple[str, ...] | None:
     method = "." in func.__qualname__.rpartition("<locals>.")[2]  # defined in a class
     implicit = bound or (method and names[:1] in (("self",), ("cls",)))  # pluggy's rule
     return names[1:] if implicit and names else names
-
-
-def declared_hooks(package: types.ModuleType, module: str) -> frozenset[str] | None:
-    """The hooks ``package``'s (imported) :data:`DECLARED_ATTR` says entry module ``module``
-    (dotted name) implements, or None when it declares nothing for it."""
-    hooks = declared_records(package, DECLARED_ATTR, module)
-    if not isinstance(hooks, (tuple, list, frozenset, set)) or not all(isinstance(h, str) for h in hooks):
-        return None
-    return frozenset(hooks)
-
-
-def declared_records(package: types.ModuleType, attr: str, module: str) -> Any:
-    """What ``package``'s table ``attr`` (:data:`SETTINGS_ATTR`, ...) gives entry module
-    ``module``, or None; its shape is checked by the hook call that reads it."""
-    table: Mapping[str, Any] | None = getattr(package, attr, None)
-    return table.get(module) if isinstance(table, dict) else None

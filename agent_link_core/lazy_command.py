@@ -36,12 +36,11 @@ class LazyCommand(click.Command):
             if not isinstance(command, click.Command):
                 raise TypeError(f"{self.target} is a {type(command).__name__}, not a click command")
         except (Exception, SystemExit) as exc:  # the plugin's fault: only this command is lost
-            from agent_link_core.boundary import describe, load_failed
+            from agent_link_core.boundary import load_failed
 
             meta = ctx.find_root().meta if ctx is not None else {}
             hooks = getattr(meta.get("app"), "hooks", None) or meta.get("hooks")
-            error = f"command {self.name!r} cannot load: {describe(exc)}"
-            plugin = load_failed(hooks, self.target, f"command {self.name}", error, exc)
+            plugin, error = load_failed(hooks, self.target, f"command {self.name}", f"command {self.name!r} ", exc)
             if hooks is None:  # else reported like any plugin failure (its log line on stderr)
                 click.echo(f"agent-link {self.name}: the {plugin} plugin's {error}. Reinstall the plugin, or turn it off: "
                            f"AGENT_LINK_DISABLE_PLUGINS={plugin}", err=True)

@@ -225,10 +225,6 @@ class Declared:
                                 fix=f"List exactly its migrations in {entry.package}.{lazy.SCHEMA_ATTR}.")
         return real
 
-    def order(self) -> list[str]:
-        """The plugins' names in registration order."""
-        return [e.name for e in self.entries if e.name not in self.boundary.disabled]
-
 
 def _place(methods: list[Impl], impl: Impl) -> None:
     """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""
@@ -249,12 +245,15 @@ def package_hookspecs(target: str) -> Any:
 
 
 def package_declarations(module: str) -> tuple[frozenset[str] | None, dict[str, Any]]:
-    """What entry module ``module``'s top-level package (imported now) declares for it: its
-    hooks (None: nothing declared) and ``{hook: records}`` of what it declares as data."""
+    """What entry module ``module``'s top-level package (imported now) declares for it in its tables
+    (``{module: ...}``): its hooks (None: nothing declared, or not names) and ``{hook: records}`` of
+    what it declares as data (each record's shape is checked by the hook call that reads it)."""
     package = importlib.import_module(module.partition(".")[0])
-    records = {hook: value for hook, attr in DATA_HOOKS.items()
-               if (value := lazy.declared_records(package, attr, module)) is not None}
-    return lazy.declared_hooks(package, module), records
+    declared = {hook: table.get(module) for hook, attr in {"": lazy.DECLARED_ATTR, **DATA_HOOKS}.items()
+                if isinstance(table := getattr(package, attr, None), dict) and table.get(module) is not None}
+    hooks: Any = declared.pop("", None)
+    named = isinstance(hooks, (tuple, list, frozenset, set)) and all(isinstance(h, str) for h in hooks)
+    return (frozenset(hooks) if named else None), declared
 
 
 def declared_impl(plugins: Declared, entry: Entry, hook: str) -> Callable[..., Any]:

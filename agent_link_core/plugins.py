@@ -36,17 +36,60 @@ log = LazyLogger(__name__)
 ENTRY_POINT_GROUP = "agent_link"
 
 
-class PluginReport:
-    """What loading found: ``loaded`` (names, in load order), ``blocked`` (turned off), ``failed`` (``{plugin: reason}``,
-    also those left out later), ``dists`` (each entry-point plugin's distribution, or the cache's ``version`` of it), and
-    the ``boundary``'s problems."""
+def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
+               declared: bool = False) -> Hooks:
+    """The plugins of ``env`` as given (default: the process's; no settings file read) in load order, then
+    ``extra_plugins`` (objects or ``(name, plugin)`` pairs); never raises for a plugin's fault (it is in the report).
 
-    def __init__(self, boundary: Boundary) -> None:
+    :param env: where ``AGENT_LINK_DISABLE_PLUGINS``, ``..._LOAD_PLUGINS``, ``..._HOOK_TIMEOUT_MS`` are read.
+    :param declared: take each entry point's plugin by the hooks its package declares, imported when a call needs one;
+        else every plugin is imported now.
+    """
+    env = os.environ if env is None else env
+    boundary = Boundary(timeout_from_env(env))
+    blocked, only = discovery.chosen(env)
+    plugins = Declared(boundary, sorted(blocked))
+    hooks = Hooks(plugins)  # told of each plugin left out while loading
+    chosen: dict[str, Any] = {}
+    for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
+        if ep.name not in blocked and ep.name not in chosen and (only is None or ep.name in only):
+            chosen[ep.name] = ep
+    for ep in chosen.values():  # every plugin's hooks are known before any implementation is checked
+        plugins.declare_specs(ep.name, boundary.call(ep.name, "load", package_hookspecs, ep.value, disable=True, prefix="import failed: "))
+    for ep in chosen.values():
+        if plugins.add_entry_point(ep, declared=declared):
+            hooks.loaded.append(ep.name)
+            if ep.dist is not None:  # its version is read from its metadata when a report shows it
+                hooks.dists[ep.name] = ep.dist
+    plugins.add_object(CORE_PLUGIN, importlib.import_module(CORE_PLUGIN))
+    for item in extra_plugins:
+        name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
+        if plugins.add_object(name, plugin):
+            hooks.loaded.append(name)
+    return hooks
+
+
+class Hooks:
+    """Typed facade: one method per hook, calling the guarded implementations of the ``declared`` plugins as pluggy would.
+    Registration hooks are collected once; a plugin with a refused record is left out whole. What loading found:
+    ``loaded`` (names, in load order), ``blocked`` (turned off), ``failed`` (``{plugin: reason}``, also those left out
+    later), ``dists`` (each entry-point plugin's distribution, or the cache's ``version`` of it)."""
+
+    def __init__(self, declared: Declared) -> None:
+        self._declared = declared
         self.loaded: list[str] = []
-        self.blocked: list[str] = []
+        self.blocked: list[str] = list(declared.blocked)
         self.failed: dict[str, str] = {}
         self.dists: dict[str, Any] = {}
-        self.boundary = boundary
+        self.report = self  # the loading report: these hooks themselves
+        #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
+        self.app: App | None = None
+        self.boundary: Boundary = declared.boundary
+        self.boundary.on_disable = self._disable
+        self._records: dict[str, dict[str, tuple[str, Any]]] = {}
+        self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
+        #: told ``hook <name>(<arguments>)`` of each hook call (``AGENT_LINK_DEBUG``)
+        self.trace: Callable[[str], None] | None = None
 
     def installed(self, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
         """``{name: version or None (given in code)}`` of every plugin installed, loaded or not (``env``: for discovery)."""
@@ -60,58 +103,6 @@ class PluginReport:
         return {"loaded": list(self.loaded), "blocked": list(self.blocked), "failed": dict(self.failed),
                 "versions": {name: dist.version for name, dist in self.dists.items()}, "problems": self.boundary.report()}
 
-
-def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
-               declared: bool = False) -> Hooks:
-    """The plugins of ``env`` as given (default: the process's; no settings file read) in load order, then
-    ``extra_plugins`` (objects or ``(name, plugin)`` pairs); never raises for a plugin's fault (it is in the report).
-
-    :param env: where ``AGENT_LINK_DISABLE_PLUGINS``, ``..._LOAD_PLUGINS``, ``..._HOOK_TIMEOUT_MS`` are read.
-    :param declared: take each entry point's plugin by the hooks its package declares, imported when a call needs one;
-        else every plugin is imported now.
-    """
-    env = os.environ if env is None else env
-    boundary = Boundary(timeout_from_env(env))
-    report = PluginReport(boundary)
-    blocked, only = discovery.chosen(env)
-    report.blocked.extend(sorted(blocked))
-    plugins = Declared(boundary, list(report.blocked))
-    hooks = Hooks(plugins, report)  # told of each plugin left out while loading
-    chosen: dict[str, Any] = {}
-    for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
-        if ep.name not in blocked and ep.name not in chosen and (only is None or ep.name in only):
-            chosen[ep.name] = ep
-    for ep in chosen.values():  # every plugin's hooks are known before any implementation is checked
-        plugins.declare_specs(ep.name, boundary.call(ep.name, "load", package_hookspecs, ep.value, disable=True, prefix="import failed: "))
-    for ep in chosen.values():
-        if plugins.add_entry_point(ep, declared=declared):
-            report.loaded.append(ep.name)
-            if ep.dist is not None:  # its version is read from its metadata when a report shows it
-                report.dists[ep.name] = ep.dist
-    plugins.add_object(CORE_PLUGIN, importlib.import_module(CORE_PLUGIN))
-    for item in extra_plugins:
-        name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
-        if plugins.add_object(name, plugin):
-            report.loaded.append(name)
-    return hooks
-
-
-class Hooks:
-    """Typed facade: one method per hook, calling the guarded implementations of the ``declared`` plugins as pluggy would,
-    keeping ``report`` up to date. Registration hooks are collected once; a plugin with a refused record is left out whole."""
-
-    def __init__(self, declared: Declared, report: PluginReport) -> None:
-        self._declared = declared
-        #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
-        self.app: App | None = None
-        self.boundary: Boundary = declared.boundary
-        self.report = report
-        self.boundary.on_disable = self._disable
-        self._records: dict[str, dict[str, tuple[str, Any]]] = {}
-        self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
-        #: told ``hook <name>(<arguments>)`` of each hook call (``AGENT_LINK_DEBUG``)
-        self.trace: Callable[[str], None] | None = None
-
     def only(self, names: set[str]) -> None:
         """Call only the plugins ``names`` from now on (the others are dropped unreported)."""
         self._declared.keep(names)
@@ -122,9 +113,9 @@ class Hooks:
             self._declared.load(entry)  # a failure is reported and leaves the plugin out
 
     def _disable(self, plugin: str, reason: str) -> None:  # its records and harnesses: the guard skips its calls
-        self.report.failed[plugin] = reason[:300]
-        if plugin in self.report.loaded:
-            self.report.loaded.remove(plugin)
+        self.failed[plugin] = reason[:300]
+        if plugin in self.loaded:
+            self.loaded.remove(plugin)
         for kind, records in self._records.items():
             for name in [n for n, (owner, _) in records.items() if owner == plugin]:
                 del records[name]
@@ -183,7 +174,7 @@ class Hooks:
             self.call(hook_name, register=register)
             # Name clashes: the core wins, then a plugin's record named after itself, then the
             # earlier registered plugin (one installed later cannot take a name over).
-            rank = {name: i for i, name in enumerate(self._declared.order())}
+            rank = {entry.name: i for i, entry in enumerate(self._declared.entries)}
             offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
                                          rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}

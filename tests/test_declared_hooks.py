@@ -40,7 +40,7 @@ def test_every_installed_plugin_declares_exactly_the_hooks_it_implements() -> No
     checked = []
     for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
         module = ep.value.partition(":")[0].strip()
-        declared = lazy.declared_hooks(importlib.import_module(module.partition(".")[0]), module)
+        declared = lazy_plugins.package_declarations(module)[0]
         assert declared is not None, f"{module.partition('.')[0]} declares no AGENT_LINK_HOOKS for {module}"
         assert ep.name in view, ep.name
         real = set(view[ep.name]) - {"load"}  # the hooks it is registered for, beside its timed import
@@ -72,8 +72,8 @@ def test_every_installed_plugin_declares_exactly_the_settings_and_migrations_it_
 
     checked = []
     for ep, module, package, found in entry_modules():
-        settings = lazy.declared_records(package, lazy.SETTINGS_ATTR, module)
-        schema = lazy.declared_records(package, lazy.SCHEMA_ATTR, module)
+        records = lazy_plugins.package_declarations(module)[1]
+        settings, schema = records.get(lazy_plugins.SETTINGS_HOOK), records.get(lazy_plugins.SCHEMA_HOOK)
         if "agent_link_register_settings" in found:
             real: list[Any] = []
             found["agent_link_register_settings"][0](real.append)
@@ -100,7 +100,7 @@ def test_every_installed_plugin_declares_exactly_the_harnesses_it_registers() ->
     declared-hooks load does), the records are equal, and no plugin module is imported."""
     checked = []
     for ep, module, package, found in entry_modules():
-        harnesses = lazy.declared_records(package, lazy.HARNESSES_ATTR, module)
+        harnesses = lazy_plugins.package_declarations(module)[1].get(lazy_plugins.HARNESS_HOOK)
         if "agent_link_register_harnesses" not in found:
             assert harnesses is None, f"{ep.name} declares harnesses it does not register"
             continue
