@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 
 log = LazyLogger("agent_link_core.plugins")
 
-#: hooks whose awaitable runs longer than the hook budget by design, and its own bound (s): a wait runs up to 600 s
-#: (``timeoutMs``), plus its last poll and the push after it
-LONG_HOOKS_S = {"agent_link_wait_for_reply": 700.0, "agent_link_tool_send": 700.0}
 DEFAULT_TIMEOUT_MS = 30_000
 TIMEOUT_ENV = "AGENT_LINK_HOOK_TIMEOUT_MS"
 CORE_PLUGIN = "agent_link_core.default_plugins"
@@ -239,7 +236,6 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_check_recipient": expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("known"), bool)
                                          and _warnings([r["warning"]] if r.get("warning") is not None else []),
                                          "expected None or a dict with a boolean 'known' (and a 'warning' {'code': str, 'message': str})"),
-    "agent_link_wait_for_reply": expect(lambda r: isinstance(r, Mapping) and _str(r.get("outcome")), "expected a wait's answer {'outcome': ...}"),
     "agent_link_held_messages": expect(_each(_str, (set, frozenset, list, tuple)), "expected message ids"),
     "agent_link_present_sessions": expect(_each(_is_session), "expected None or a list of Session"),
     "agent_link_suggest_addresses": expect(_each(_str), "expected None or a list of addresses"),
@@ -648,7 +644,7 @@ def _guarded(boundary: Boundary, func: Callable[..., Any], plugin: str, hook: st
     def guarded(*args: Any) -> Any:
         result = answer = boundary.call(plugin, hook, func, *args, check=sync_check, passing=passing, disable=registers)
         if awaitable and _awaitable(answer):
-            result = boundary.acall(plugin, hook, lambda: answer, bound_s=LONG_HOOKS_S.get(hook, boundary.timeout_ms / 1000) or None,
+            result = boundary.acall(plugin, hook, lambda: answer, bound_s=guard.get("bound_s") or boundary.timeout_ms / 1000 or None,
                                     check=check, passing=passing)
         call = _CALL.get()
         if call is not None and result is not None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.reading import ReadDraft
     from agent_link_core.records import EnvelopeContribution, Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.store import Migration
-    from agent_link_core.tools.registry import Progress, ToolCall, ToolSpec
+    from agent_link_core.tools.registry import ToolCall, ToolSpec
 
 
 @hookspec
@@ -300,26 +300,6 @@ def agent_link_push_notice(message: dict[str, Any], size: int, app: App) -> str 
     """
 
 
-@hookspec(firstresult=True, refuses=True, awaitable=True)
-def agent_link_wait_for_reply(caller: Caller, message_id: str, timeout_ms: int, poll_ms: int, progress: Progress | None,
-                              mark: bool, app: App) -> Awaitable[dict[str, Any]] | None:
-    """Wait for the resolution of a message the caller sent: ``message_agent``'s ``waitForReply`` and ``agent-link send
-    --wait`` (the waits plugin). Called once the message is stored and pushed; its awaitable is bounded by
-    :data:`~agent_link_core.boundary.LONG_HOOKS_S`, not the hook budget. Without an implementation both are refused.
-
-    :param caller: who waits (the sender of ``message_id``).
-    :param message_id: the message whose answer is awaited.
-    :param timeout_ms: how long to wait at most, in ms (0-600000).
-    :param poll_ms: ms between re-checks when no commit wakes the wait.
-    :param progress: the tool call's progress reporter (the call may outlast a client's cut), or None.
-    :param mark: mark the reply delivered to ``caller`` when it is returned; False when the caller marks it once shown.
-    :param app: the App.
-    :returns: an awaitable of ``{"outcome": reply | declined | done | unresolved | expired | timeout, "waitedMs", "timedOut",
-        "reply"?, "resolution"?, "warnings"?, ...}`` (the ``wait_for_agent`` tool's answer), or None.
-    :raises AgentLinkError: as a read of ``message_id`` by ``caller`` does (``state_busy``...).
-    """
-
-
 @hookspec(firstresult=True, refuses=True)
 def agent_link_check_recipient(address: str, require_known: bool, app: App) -> dict[str, Any] | None:
     """Say whether a plain address (no harness owns its scheme, not ``role:``, no plugin said it is served elsewhere) is
@@ -343,40 +323,6 @@ def agent_link_suggest_addresses(query: str, app: App) -> list[str] | None:
     :param query: the target as given (a bare id such as ``teambob``, or an address).
     :param app: the App.
     :returns: up to three addresses, closest first, or None.
-    """
-
-
-@hookspec(firstresult=True, refuses=True, awaitable=True)
-def agent_link_claim_paths(
-    holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
-    until_resolved: str | None, key: str | None, app: App,
-) -> Awaitable[dict[str, Any]] | None:
-    """Claim files exclusively for a session another plugin starts or gives work to. Called by a plugin that launches a
-    session with files to own or assigns a role.
-
-    :param holder: the session's address, or a stand-in name for one not started yet.
-    :param paths: files, directories or globs, relative to ``project_root`` or inside it.
-    :param project_root: the absolute project root.
-    :param reason: why, shown to anyone the claim stops.
-    :param ttl_ms: time to live in ms, or None for the plugin's default.
-    :param until_resolved: a message id whose resolution ends the claim, or None.
-    :param key: names the claim, or None; a claim with a key replaces, in one transaction, what was claimed under it,
-        whoever held it.
-    :param app: the App.
-    :returns: None when no plugin claims files, else an awaitable (a plain function's coroutine) of ``{"projectRoot",
-        "leases": [...]}``, raising :class:`~agent_link_core.errors.AgentLinkError` ``lease_conflict`` or
-        ``invalid_arguments`` (nothing claimed then).
-    """
-
-
-@hookspec(firstresult=True)
-def agent_link_release_claims(key: str, app: App) -> dict[str, Any] | None:
-    """End what :func:`agent_link_claim_paths` claimed under ``key``. Called by a plugin whose claim ends early (a worker
-    not launched, a role cleared).
-
-    :param key: the claim's key.
-    :param app: the App.
-    :returns: None when no plugin claims files, else ``{"released": [lease, ...]}``.
     """
 
 
@@ -427,13 +373,13 @@ def agent_link_extend_tools(app: App | None) -> dict[str, dict[str, Any]] | None
     """
 
 
-@hookspec(firstresult=True, refuses=True, awaitable=True)
+@hookspec(firstresult=True, refuses=True, awaitable=True, bound_s=700.0)  # a wait's 600 s, its last poll and push
 def agent_link_tool_send(arguments: dict[str, Any], recipient: str, send: Callable[..., Awaitable[dict[str, Any]]],
                          call: ToolCall, app: App) -> Awaitable[dict[str, Any]] | None:
     """Carry out a ``message_agent`` send (or a plugin tool's send through it) whose arguments ask for what the plugin
     added to the tool (``agent_link_extend_tools``; the waits plugin's ``waitForReply``). Called for every such send once
-    the recipient is checked, before anything is stored (the first answer takes it); its awaitable runs up to 700 s
-    (``LONG_HOOKS_S``), not the hook budget.
+    the recipient is checked, before anything is stored (the first answer takes it); its awaitable runs up to 700 s,
+    not the hook budget.
 
     :param arguments: the tool's validated arguments.
     :param recipient: the address the message goes to.

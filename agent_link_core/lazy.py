@@ -136,12 +136,13 @@ def hookimpl(function: F | None = None, *, hookwrapper: bool = False, optionalho
 
 
 def hookspec(function: F | None = None, *, firstresult: bool = False, check: Callable[[Any, str], str | None] | None = None,
-             refuses: bool = False, awaitable: bool = False) -> Any:
+             refuses: bool = False, awaitable: bool = False, bound_s: float | None = None) -> Any:
     """Mark a hook specification as pluggy's ``HookspecMarker`` does (no historic hooks), with how the boundary guards its
     calls: ``check(answer, plugin)`` gives why a non-None answer is refused (the core's: ``boundary.RESULT_CHECKS``),
-    ``refuses``: an implementation may raise ``AgentLinkError``, ``awaitable``: may answer with an awaitable."""
+    ``refuses``: an implementation may raise ``AgentLinkError``, ``awaitable``: may answer with an awaitable, which runs
+    up to ``bound_s`` seconds (None: the hook budget)."""
     def mark(func: F) -> F:
-        setattr(func, GUARD_ATTR, {"check": check, "refuses": refuses, "awaitable": awaitable})
+        setattr(func, GUARD_ATTR, {"check": check, "refuses": refuses, "awaitable": awaitable, "bound_s": bound_s})
         setattr(func, SPEC_ATTR, {"firstresult": firstresult, "historic": False, "warn_on_impl": None, "warn_on_impl_args": None})
         return func
 

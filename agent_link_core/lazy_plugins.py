@@ -25,7 +25,7 @@ REGISTRATION_FAILED = "registration failed (check each hook's name and arguments
 def module_specs(module: Any) -> dict[str, tuple[frozenset[str], bool, dict[str, Any]]]:
     """``{hook: (the arguments it offers, firstresult, how its calls are guarded)}`` of the hookspecs in ``module``."""
     return {name: (frozenset(lazy.argnames(value) or ()), bool(opts.get("firstresult")),
-                   getattr(value, lazy.GUARD_ATTR, {"check": None, "refuses": False, "awaitable": False}))
+                   getattr(value, lazy.GUARD_ATTR, {"check": None, "refuses": False, "awaitable": False, "bound_s": None}))
             for name, value in vars(module).items() if isinstance(opts := getattr(value, lazy.SPEC_ATTR, None), dict)}
 
 

@@ -325,20 +325,6 @@ class Hooks:
         answer = self.call("agent_link_before_store", message=message, context=context, conn=conn)
         return answer if answer is not None and conn.execute("SELECT 1 FROM messages WHERE id = ?", (answer,)).fetchone() else None
 
-    async def claim_paths(self, *, holder: str, paths: list[str], project_root: str, reason: str | None = None,
-                          ttl_ms: int | None = None, until_resolved: str | None = None,
-                          key: str | None = None) -> dict[str, Any] | None:
-        """Claim ``paths`` for ``holder`` through the plugin keeping file claims (``key`` replaces what
-        was claimed under it); None when no plugin does. :raises AgentLinkError: as the plugin does."""
-        result = self.call("agent_link_claim_paths", holder=holder, paths=list(paths), project_root=project_root,
-                            reason=reason, ttl_ms=ttl_ms, until_resolved=until_resolved, key=key)
-        return result if isinstance(result := await _settled(result), dict) else None
-
-    def release_claims(self, key: str) -> dict[str, Any] | None:
-        """End what was claimed under ``key``: ``{"released": [...]}``, or None (no such plugin, or it failed)."""
-        result = self.call("agent_link_release_claims", key=key)
-        return result if isinstance(result, dict) else None
-
     def record_event(self, event: Event) -> None:
         """Let observers write their records in the transaction of the change ``event``
         describes (one is opened when none is). A failing observer is reported and its writes
@@ -417,13 +403,6 @@ class Hooks:
         what = f"{len(answer.encode('utf-8', 'replace'))} bytes of text" if isinstance(answer, str) else f"a {type(answer).__name__}"
         self.boundary.fault(call.answers[-1][0], "agent_link_push_notice", f"answered {what}; expected None or a text of at most {limit} bytes")
         return None
-
-    async def wait_for_reply(self, caller: Caller, message_id: str, *, timeout_ms: int, poll_ms: int = 1000,
-                             progress: Any = None, mark: bool = True) -> dict[str, Any] | None:
-        """The waits plugin's wait for the resolution of ``message_id`` (``agent_link_wait_for_reply``), or None when no
-        plugin waits or it failed (reported). :raises AgentLinkError: what the wait refuses with."""
-        return await self.acall("agent_link_wait_for_reply", caller=caller, message_id=message_id, timeout_ms=timeout_ms,
-                                poll_ms=poll_ms, progress=progress, mark=mark)
 
     def suggest_addresses(self, query: str) -> list[str]:
         """The first plugin's addresses closest to ``query`` (at most three), or none."""

@@ -197,9 +197,7 @@ class Recorder:
         rows = app.mailbox.open_for(address, 50, undelivered_only=True) if rows is None else rows
         return {row["id"] for row in rows if row["from_addr"] in senders}
 
-    @hookimpl
-    def agent_link_wait_for_reply(self, caller: Caller, message_id: str, timeout_ms: int, poll_ms: int, progress: Any,
-                                  mark: bool, app: App) -> Any:
+    def wait_for_reply(self, caller: Caller, message_id: str, timeout_ms: int) -> Any:  # as the waits plugin's own wait
         self.calls.append(f"wait for {message_id} by {caller.address} {timeout_ms} ms")
         if timeout_ms == 1234:
             raise RuntimeError("a wait failing must not lose the message it waits on")
@@ -224,7 +222,10 @@ class Recorder:
             self.calls.append(f"tool send to {recipient}")
             if arguments["timeoutMs"] == 999:
                 raise RuntimeError("a plugin failing after the send must not send twice")
-            waited = await app.hooks.wait_for_reply(call.caller, result["messageId"], timeout_ms=arguments["timeoutMs"])
+            try:
+                waited = await self.wait_for_reply(call.caller, result["messageId"], arguments["timeoutMs"])
+            except RuntimeError:
+                waited = None
             if waited is None:
                 call.warnings.append({"code": "plugin_failed", "message": "the wait failed"})
                 return result
@@ -531,7 +532,7 @@ async def test_push_failure_keeps_the_message_queued(app: App, recorder: Recorde
 @pytest.mark.anyio
 async def test_a_plugin_waits_for_the_reply_and_one_that_fails_loses_no_message(app: App, recorder: Recorder) -> None:
     """A plugin adds waitForReply to message_agent (agent_link_extend_tools) and carries out the sends holding it
-    (agent_link_tool_send), waiting through agent_link_wait_for_reply: its answer is the result's ``wait``; a wait that
+    (agent_link_tool_send), waiting its own way: its answer is the result's ``wait``; a wait that
     fails, or the plugin failing after the send, leaves the message sent once, with a plugin_failed warning."""
     from agent_link_core.tools.registry import run_tool
 
@@ -738,61 +739,6 @@ async def test_list_and_resolve_show_roles(app: App) -> None:
     assert {s["address"]: s["roles"] for s in listed["sessions"]} == {"fake:one": ["lead"], "fake:two": []}
     resolved = await core_tools.resolve_agent(app, {"query": "fake:one"}, call)
     assert resolved["best"]["roles"] == ["lead"]
-
-
-class Claims:
-    """Keeps file claims (as the leases plugin does): refuses anything under ``held/``."""
-
-    def __init__(self) -> None:
-        self.claimed: list[tuple[str, list[str], str | None, str | None, bool]] = []
-
-    @hookimpl
-    def agent_link_claim_paths(self, holder: str, paths: list[str], project_root: str, reason: str | None, ttl_ms: int | None,
-                               until_resolved: str | None, key: str | None, app: App) -> Any:
-        async def run() -> dict[str, Any]:
-            if "crash.py" in paths:
-                raise RuntimeError("a failing claims plugin must not fail its caller")
-            if any(p.startswith("held/") for p in paths):
-                raise AgentLinkError("lease_conflict", "held", {"conflicts": [{"holder": "fake:two"}]})
-            self.claimed.append((holder, paths, until_resolved, key, app is not None))
-            return {"projectRoot": project_root, "leases": [{"holder": holder, "path": p} for p in paths]}
-
-        return run()
-
-    @hookimpl
-    def agent_link_release_claims(self, key: str, app: App) -> dict[str, Any]:
-        if key == "crash":
-            raise RuntimeError("a failing release must not fail its caller")
-        ended = [c for c in self.claimed if c[3] == key]
-        self.claimed = [c for c in self.claimed if c[3] != key]
-        return {"released": [{"holder": c[0], "path": p} for c in ended for p in c[1]]}
-
-
-@pytest.mark.anyio
-async def test_claim_paths_hook_is_awaited_and_its_refusal_raised(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AGENT_LINK_DISABLE_PLUGINS", "codex claude roles receipts leases")
-    claims = Claims()
-    nobody = App.create()
-    keeper = App.create(extra_plugins=(("claims", claims),))
-    try:
-        assert await nobody.hooks.claim_paths(holder="fake:one", paths=["a.py"], project_root=str(tmp_path)) is None
-        assert nobody.hooks.release_claims("K1") is None
-        got = await keeper.hooks.claim_paths(holder="fake:one", paths=["a.py"], project_root=str(tmp_path), until_resolved="M1", key="K1")
-        assert got["leases"] == [{"holder": "fake:one", "path": "a.py"}]
-        assert claims.claimed == [("fake:one", ["a.py"], "M1", "K1", True)]
-        with pytest.raises(AgentLinkError) as refused:
-            await keeper.hooks.claim_paths(holder="fake:one", paths=["held/b.py"], project_root=str(tmp_path))
-        assert refused.value.code == "lease_conflict"
-        # any other failure is the plugin's: reported, answered as "no plugin claims files"
-        assert await keeper.hooks.claim_paths(holder="fake:one", paths=["crash.py"], project_root=str(tmp_path)) is None
-        assert any(p.get("plugin") == "claims" and "failing claims plugin" in json.dumps(p) for p in keeper.hooks.problems())
-        assert keeper.hooks.release_claims("K1") == {"released": [{"holder": "fake:one", "path": "a.py"}]}
-        assert keeper.hooks.release_claims("K1") == {"released": []} and claims.claimed == []
-        assert keeper.hooks.release_claims("crash") is None
-        assert any("failing release" in json.dumps(p) for p in keeper.hooks.problems())
-    finally:
-        nobody.close()
-        keeper.close()
 
 
 @hookspec

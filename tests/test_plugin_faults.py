@@ -193,13 +193,6 @@ class Good:
     def agent_link_push_notice(self, message: dict[str, Any], size: int) -> str:
         return f"<agent-link-notice>{message['id']}: {size} bytes, read it from the inbox</agent-link-notice>"
 
-    @hookimpl
-    def agent_link_wait_for_reply(self, caller: Caller, message_id: str, timeout_ms: int) -> Any:
-        async def answer() -> dict[str, Any]:
-            return {"outcome": "timeout", "timedOut": True, "waitedMs": timeout_ms, "by": "good"}
-
-        return answer()
-
     async def background(self) -> None:
         return None
 
@@ -272,7 +265,6 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_check_recipient": lambda self, address, require_known: m("yes"),
         "agent_link_suggest_addresses": lambda self, query: m("plain:bad"),
         "agent_link_held_messages": lambda self, address, rows: m([42]),
-        "agent_link_wait_for_reply": lambda self, caller, message_id, timeout_ms: m({"no": "outcome"}),
         "agent_link_fit_read": lambda self, read: m("all of it"),
         "agent_link_push_notice": lambda self, message, size: m(42),
     }
@@ -333,7 +325,7 @@ HOOKS = [
     "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_judge_change",
     "agent_link_register_prompt_hooks", "agent_link_register_sections",
     "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
-    "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_wait_for_reply", "agent_link_app_opened",
+    "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_app_opened",
     "agent_link_fit_read", "agent_link_push_notice",
 ]
 # an async harness method that never ends holds only the call waiting on it, for a bound:
@@ -381,7 +373,6 @@ async def assert_core_serves(app: App, good: Good) -> None:
     assert plain.address_warning == {"code": "unknown_address", "message": "good never saw plain:nobody"}
     assert (await app.send(caller=me, to="plain:good", body="hello good", require_known=True)).address_warning is None
     assert app.hooks.suggest_addresses("plaingood") == ["plain:good"]  # what a CLI target that found nothing is told
-    assert (await app.hooks.wait_for_reply(me, sent.message["id"], timeout_ms=0))["by"] == "good"
     assert inbox["renderedBlock"].count("<good-note>checked</good-note>") == 2
     read = reading.inbox(app, GOOD_ONE, limit=20, mark=False, include_open=True)  # fitted by good (or whole)
     assert {m["id"] for m in read["messages"]} >= {sent.message["id"], routed.message["id"]}

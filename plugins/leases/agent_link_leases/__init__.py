@@ -9,6 +9,9 @@ root); a claim that overlaps another session's lease is refused whole, naming ev
 * :mod:`agent_link_leases.plugin`: the hooks.
 """
 
+#: the hooks this plugin specifies (docs/plugins.md, section 3), by the module specifying them; imported when one is first called
+AGENT_LINK_HOOKSPECS = {"agent_link_leases.hookspecs": ("agent_link_claim_paths", "agent_link_release_claims")}
+
 #: the hooks each entry module implements, read without importing it (docs/plugins.md,
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
 AGENT_LINK_HOOKS = {"agent_link_leases.plugin": (

@@ -24,6 +24,13 @@ from agent_link_leases.liveness import gone_holders
 from agent_link_leases.table import Project, active, claim
 from agent_link_testing.plugin_suites import call_tool
 
+
+async def claim_through_hook(app: App, holder: str, paths: list[str], project_root: str, reason: str | None = None,
+                             until_resolved: str | None = None, key: str | None = None) -> Any:
+    """``agent_link_claim_paths`` as the projects and roles plugins call it."""
+    return await app.hooks.acall("agent_link_claim_paths", holder=holder, paths=paths, project_root=project_root, reason=reason,
+                                 ttl_ms=None, until_resolved=until_resolved, key=key)
+
 pytestmark = pytest.mark.anyio
 
 BOB = Caller("test:bob", "config", "test")
@@ -126,11 +133,11 @@ async def test_a_workers_claim_ends_a_gone_holders_leases_and_clashes_with_a_liv
     holder before the launch): a gone holder's leases end, a holder that may still work clashes."""
     root = Project(repo, False)
     claim(app.store, "host:gone", root, ["src/a.py"], exclusive=True, reason="old work", ttl_ms=600_000, now=now_ms())
-    got = await app.hooks.claim_paths(holder="a worker launching", paths=["src"], project_root=repo, reason="worker",
+    got = await claim_through_hook(app, holder="a worker launching", paths=["src"], project_root=repo, reason="worker",
                                       until_resolved="M1", key="M1")
     assert got is not None and got["ended"] == [{"holder": "host:gone", "why": "session_not_running", "paths": ["src/a.py"]}]
     assert [(x["holder"], x["path"], x["reason"]) for x in active(app.store, now_ms())] == [("a worker launching", "src", "worker")]
     claim(app.store, "host:stopping", root, ["notes"], exclusive=True, reason=None, ttl_ms=600_000, now=now_ms())
     with pytest.raises(AgentLinkError) as clash:
-        await app.hooks.claim_paths(holder="another launching", paths=["notes/x.md"], project_root=repo, key="M2")
+        await claim_through_hook(app, holder="another launching", paths=["notes/x.md"], project_root=repo, key="M2")
     assert clash.value.code == "lease_conflict" and clash.value.details["conflicts"][0]["holder"] == "host:stopping"

@@ -174,7 +174,7 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
         lease = {"paths": wanted, "project_root": _lease_root(root), "reason": f"project worker ({role_label}): {inert(args['task'])}",
                  "ttl_ms": args.get("leaseTtlMs"), "until_resolved": task_id, "key": task_id}
         launching = f"a project worker {call.caller.address if call.caller.known else 'someone'} is launching (task {task_id})"
-        if await app.hooks.claim_paths(holder=launching, **lease) is None:
+        if await _claim(app, launching, lease) is None:
             raise invalid_arguments([{"path": "leasePaths", "rule": "plugin", "expected": "agent-link-leases installed and enabled"}],
                                     "leasePaths needs the leases plugin (agent-link-leases), which is not installed, is disabled "
                                     "or failed (agent-link health lists plugin problems); nothing was launched.")
@@ -188,7 +188,7 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
         launched = await run_tool(app, "launch_codex_thread", {**launch, "receipt": receipt}, call)
     except BaseException:
         if lease is not None:
-            app.hooks.release_claims(task_id)
+            _release(app, task_id)
         raise
     worker = launched["threadId"]
     task = {"to": f"codex:{worker}", "message": prompt, "anticipation": "action", "receipt": receipt,
@@ -197,12 +197,12 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
     if lease is not None:
         # handed to the worker's session (same key: one transaction), before its task arrives
         try:
-            claimed = await app.hooks.claim_paths(holder=f"codex:{worker}", **lease)
+            claimed = await _claim(app, f"codex:{worker}", lease)
             leases = claimed["leases"] if claimed else None
         except AgentLinkError as exc:
             # only when a person ended the stand-in's lease during the launch (agent-link release --holder)
             # and another session took the paths: the worker runs, told nothing is leased
-            app.hooks.release_claims(task_id)
+            _release(app, task_id)
             call.warnings.append({"code": "worker_paths_not_leased", "message": f"{exc.message} The worker was launched without them.",
                                   "details": {"error": exc.code, **exc.details}})
     if args.get("effort"):
@@ -211,13 +211,26 @@ async def launch_project_worker(app: App, args: dict[str, Any], call: ToolCall) 
         sent = await core_tools.message_agent(app, task, call)
     except BaseException:  # no task message, so nothing would resolve (and end) the leases
         if lease is not None:
-            app.hooks.release_claims(task_id)
+            _release(app, task_id)
         raise
     launched.update({"messageId": sent["messageId"], "delivery": sent["delivery"], "deliveredVia": sent.get("deliveredVia"),
                      "turnId": sent.get("turnId"), "taskMessage": sent})
     return {"source": "project-worker", "action": "launched_worker", "resolution": resolution, "workerPrompt": prompt,
             "workerThreadId": worker, "taskMessageId": sent["messageId"], "launchResult": launched,
             **({"leases": leases} if lease is not None else {})}
+
+
+async def _claim(app: App, holder: str, lease: dict[str, Any]) -> dict[str, Any] | None:
+    """Claim ``lease`` (``paths``, ``project_root``, ``reason``, ``ttl_ms``, ``until_resolved``, ``key``) for ``holder``
+    through the leases plugin's ``agent_link_claim_paths``; None when no plugin claims files (or it failed, reported).
+    :raises AgentLinkError: its refusal (``lease_conflict``)."""
+    claimed = await app.hooks.acall("agent_link_claim_paths", holder=holder, **lease)
+    return claimed if isinstance(claimed, dict) else None
+
+
+def _release(app: App, key: str) -> None:
+    """End what was claimed under ``key`` (``agent_link_release_claims``; nothing without the leases plugin)."""
+    app.hooks.call("agent_link_release_claims", key=key)
 
 
 def _lease_root(root: str | None) -> str:

@@ -149,8 +149,16 @@ async def _claim_role_paths(app: App, name: str, address: str, paths: list[str],
 
     :raises AgentLinkError: ``lease_conflict`` (nothing claimed), ``invalid_arguments``.
     """
-    return await app.hooks.claim_paths(holder=address, paths=paths, project_root=lease_root, reason=f"role:{name}",
-                                       ttl_ms=ttl_ms, key=f"role:{name}")
+    claimed = await app.hooks.acall("agent_link_claim_paths", holder=address, paths=paths, project_root=lease_root,
+                                    reason=f"role:{name}", ttl_ms=ttl_ms, until_resolved=None, key=f"role:{name}")
+    return claimed if isinstance(claimed, dict) else None
+
+
+def _release_role_paths(app: App, name: str) -> dict[str, Any] | None:
+    """End the leases claimed for the role ``name`` (``agent_link_release_claims``): ``{"released": [...]}``, or None
+    when no plugin keeps leases (or it failed, reported)."""
+    ended = app.hooks.call("agent_link_release_claims", key=f"role:{name}")
+    return ended if isinstance(ended, dict) else None
 
 
 async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -225,7 +233,7 @@ async def set_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict
             await _restore_role_paths(app, name, before)
         raise
     if given is not None and not given[0]:
-        app.hooks.release_claims(f"role:{name}")
+        _release_role_paths(app, name)
     if procedure is not None:
         write_procedure(ctx.state_dir, name, procedure)
     proc = read_procedure(ctx.state_dir, name)
@@ -252,7 +260,7 @@ async def _restore_role_paths(app: App, name: str, before: Role | None) -> None:
             return
         except AgentLinkError:
             pass  # the earlier holder's paths were taken meanwhile: they end below
-    app.hooks.release_claims(f"role:{name}")
+    _release_role_paths(app, name)
 
 
 async def clear_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
@@ -285,7 +293,7 @@ async def clear_agent_role(app: App, args: dict[str, Any], call: ToolCall) -> di
 
     cleared, previous = update_table(ctx.state_dir, mutate)
     # the holder gives the role up, and with it the role's leases (its leasePaths stay declared)
-    ended = app.hooks.release_claims(f"role:{name}") if cleared and root is None else None
+    ended = _release_role_paths(app, name) if cleared and root is None else None
     table = load_table(ctx.state_dir)
     apply_handover(app, table, call.caller.address)
     role = table.roles.get(name)

@@ -1,7 +1,7 @@
 """agent-link waits plugin (distribution ``agent-link-waits``).
 
 Waiting for an answer: the ``wait_for_agent`` tool, ``message_agent``'s ``waitForReply`` and
-``agent-link send --wait`` (through the core's ``agent_link_wait_for_reply``), the ``agent-link wait``
+``agent-link send --wait`` (through its own hook ``agent_link_wait_for_reply``), the ``agent-link wait``
 command and ``send``'s ``--wait`` option; and one path per message: a push or an inbox read in any process leaves alone what a running
 wait is about to return (``agent_link_held_messages``).
 
@@ -14,6 +14,9 @@ wait is about to return (``agent_link_held_messages``).
 
 This module imports nothing: the core reads the tables below without importing the plugin.
 """
+
+#: the hooks this plugin specifies (docs/plugins.md, section 3), by the module specifying them; imported when one is first called
+AGENT_LINK_HOOKSPECS = {"agent_link_waits.hookspecs": ("agent_link_wait_for_reply",)}
 
 #: the hooks each entry module implements, read without importing it (docs/plugins.md,
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code

@@ -134,7 +134,8 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: s
                 echo(f"waiting up to {timeout_ms / 1000:g} s for the answer to {message_id} (Ctrl-C stops waiting)", err=True)
             while True:
                 left = max(0, int((deadline - time.monotonic()) * 1000))
-                data = runner.run(app.hooks.wait_for_reply(caller, message_id, timeout_ms=left, mark=False))
+                data = runner.run(app.hooks.acall("agent_link_wait_for_reply", caller=caller, message_id=message_id,
+                                                  timeout_ms=left, poll_ms=1000, progress=None, mark=False))
                 if data is None:
                     raise AgentLinkError("internal_error", f"Waiting for the answer to {message_id} failed.", {"messageId": message_id},
                                          hint=f"`agent-link health` shows the waits plugin's problem; `agent-link status {message_id}` "

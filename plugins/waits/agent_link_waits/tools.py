@@ -103,9 +103,10 @@ async def send_and_wait(app: App, args: dict[str, Any], recipient: str, send: Ca
     spent_ms = int((time.monotonic() - started) * 1000)
     requested = args.get("timeoutMs", 60000)
     left = max(MAX_WAIT_PER_CALL_MS - spent_ms, 0)
-    waited = await app.hooks.wait_for_reply(
-        call.caller, result["messageId"], timeout_ms=requested if call.progress is not None else min(requested, left),
-        poll_ms=args.get("pollIntervalMs", 1000), progress=call.progress)
+    waited = await app.hooks.acall(
+        "agent_link_wait_for_reply", caller=call.caller, message_id=result["messageId"],
+        timeout_ms=requested if call.progress is not None else min(requested, left), poll_ms=args.get("pollIntervalMs", 1000),
+        progress=call.progress, mark=True)
     if waited is None:  # the wait failed (reported): the message stands, its answer is read later
         call.warnings.append({"code": "plugin_failed", "details": {"hook": "agent_link_wait_for_reply"},
                               "message": f"The message was sent but waiting for its answer failed; call wait_for_agent with "
