@@ -88,7 +88,8 @@ class GateState:
 
     :param open: True only when every checked condition holds.
     :param reason: ``open``, or why it is closed: ``channel_disabled``
-        (``AGENT_LINK_DISABLE_CHANNEL``), ``channel_not_declared`` (not inside Claude Code), or
+        (``AGENT_LINK_DISABLE_CHANNEL``), ``channel_not_declared`` (not inside Claude Code),
+        ``connection_not_watched`` (declared, but this plugin does not watch the connection: no capability sent), or
         the first condition that failed (``client_not_connected``,
         ``stateless_protocol_revision``, ``native_inbox`` (the session has an inbox socket, which
         senders push to), ``client_not_claude_code``, ``flag_cache_off:<VAR>``, ``feature_flag_off``, ``print_mode_without_stream_input``,

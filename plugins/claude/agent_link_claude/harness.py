@@ -460,8 +460,11 @@ class ClaudeHarness(Harness):
 
         self.peer = watched = peer if isinstance(peer, McpPeer) else None
         if not self.channel_declared or watched is None:
-            self.bridge.gate = GateState(False, "channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL")
-                                         else "channel_not_declared")
+            # declared, but another plugin (or none: this one's hook faulted) watches the connection: no capability was sent
+            reason = ("channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL") else
+                      "connection_not_watched" if self.channel_declared else "channel_not_declared")
+            self.channel_declared = False
+            self.bridge.gate = GateState(False, reason)
             return
         parent = parent_pid(os.getpid())
         argv = command_line(parent) if parent else None

@@ -353,6 +353,21 @@ def test_capability_is_declared_only_inside_claude_code(monkeypatch: pytest.Monk
 
 
 @pytest.mark.anyio
+async def test_a_channel_declared_but_not_watched_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Declared, but the connection is not this plugin's to watch (its hook skipped or another answered first): no
+    capability went out, so health says not declared, for that reason, not a contradiction."""
+    monkeypatch.setenv("AGENT_LINK_HOST", "claude")
+    application = App.create()
+    try:
+        harness: ClaudeHarness = application.harnesses["claude"]
+        assert harness.declare_channel(application) == {"claude/channel": {}}
+        await harness.serve(application, None)
+        assert harness.channel_declared is False and harness.bridge.gate.reason == "connection_not_watched"
+    finally:
+        application.close()
+
+
+@pytest.mark.anyio
 async def test_delivery_states(app: App, fake_claude) -> None:
     harness: ClaudeHarness = app.harnesses["claude"]
 
