@@ -478,6 +478,8 @@ class Boundary:
         started = time.monotonic() if frame is None else frame.started
         try:
             result = fn(*args, **kwargs)
+            # checking runs the answer's code (a property, an __eq__): within the call's budget and containment
+            problem = check(result, plugin) if check is not None and result is not None else None
         except BaseException as exc:
             _disarm(frame)
             if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
@@ -486,18 +488,10 @@ class Boundary:
         finally:
             self._timed(plugin, hook, (_disarm(frame) - started) * 1000)
             _PLUGIN.reset(token)
-        return self._checked(plugin, hook, result, check, default, sigints, disable)
+        return self._refused(plugin, hook, result, problem, default, disable)
 
-    def _checked(self, plugin: str, hook: str, result: Any, check: Callable[[Any, str], str | None] | None,
-                 default: Any, sigints: int, disable: bool = False) -> Any:
-        """``result``, or ``default`` (a fault) when ``check`` refuses it; checking runs the answer's code (a property, an
-        ``__eq__``), so what that raises is the plugin's fault too."""
-        try:
-            problem = check(result, plugin) if check is not None and result is not None else None
-        except BaseException as exc:
-            if not self.contain(exc, plugin, hook, sigints, disable=disable, prefix="its answer could not be checked: "):
-                raise
-            return default
+    def _refused(self, plugin: str, hook: str, result: Any, problem: str | None, default: Any, disable: bool = False) -> Any:
+        """``result``, or ``default`` (a fault) when its check found a ``problem``."""
         if problem is not None:
             self.fault(plugin, hook, problem, disable=disable)
             return default
@@ -542,7 +536,19 @@ class Boundary:
         finally:
             _PLUGIN.reset(token)
             self._timed(plugin, hook, (time.monotonic() - started) * 1000, blocking=False)
-        return self._checked(plugin, hook, result, check, default, sigints)
+        if check is None or result is None:
+            return result
+        frame = _arm(self.timeout_ms / 1000)  # checking runs the answer's code: bounded and contained as a step of it
+        try:
+            problem = check(result, plugin)
+        except BaseException as exc:
+            _disarm(frame)
+            if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing):
+                raise
+            return default
+        finally:
+            _disarm(frame)
+        return self._refused(plugin, hook, result, problem, default)
 
 
 _STARTED = object()  # no step taken yet

@@ -794,6 +794,38 @@ def test_a_nested_plugin_call_that_faults_hands_its_time_to_the_outer_call_once(
 
 
 @pytest.mark.timeout(300, method="thread")  # SIGALRM stays the boundary's, as in the MCP server
+def test_checking_an_answer_is_bounded_and_blamed_on_the_plugin_that_gave_it() -> None:
+    """A result check runs the answer's code (an ``__eq__``, a property): it runs within the call's budget, so an answer
+    whose check hangs costs one budget, not the server's loop; inside another plugin's call, the time is the inner
+    plugin's, and the outer call goes on with the inner one's default (found by review: the check ran unbounded, and an
+    outer call's overrun was blamed on the inner plugin)."""
+    import time
+
+    from agent_link_core import boundary
+
+    boundary.watch_interrupts()
+    if boundary._arm(60) is None:
+        pytest.skip("another handler owns SIGALRM in this process")
+    boundary._disarm(boundary._frames[-1])
+    guard = boundary.Boundary(timeout_ms=300)
+
+    def hangs(answer: Any, plugin: str) -> str | None:
+        time.sleep(30)
+        return None
+
+    started = time.monotonic()
+    assert guard.call("slow", "agent_link_health", lambda: "answer", check=hangs, default="fallback") == "fallback"
+    assert time.monotonic() - started < 10 and ("slow", "agent_link_health") in guard.hung
+
+    def outer() -> str:
+        assert guard.call("inner", "agent_link_on_event", lambda: "answer", check=hangs, default="inner default") == "inner default"
+        return "outer answer"
+
+    assert guard.call("outer", "agent_link_present_sessions", outer, default="outer default") == "outer answer"
+    assert ("inner", "agent_link_on_event") in guard.hung and ("outer", "agent_link_present_sessions") not in guard.hung
+
+
+@pytest.mark.timeout(300, method="thread")  # SIGALRM stays the boundary's, as in the MCP server
 def test_a_hook_interrupted_after_its_budget_is_not_called_again_in_the_process() -> None:
     """A hung hook costs one budget, not one per later call (a server answers nothing else
     while a sync hook runs); the plugin's other hooks are still called."""

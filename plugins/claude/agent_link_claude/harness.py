@@ -460,9 +460,10 @@ class ClaudeHarness(Harness):
 
         self.peer = watched = peer if isinstance(peer, McpPeer) else None
         if not self.channel_declared or watched is None:
-            # declared, but another plugin (or none: this one's hook faulted) watches the connection: no capability was sent
+            # wanted, but another plugin watches the connection (or none: this one's hook was skipped or faulted), so no
+            # capability was sent
             reason = ("channel_disabled" if app.config.get("AGENT_LINK_DISABLE_CHANNEL") else
-                      "connection_not_watched" if self.channel_declared else "channel_not_declared")
+                      "connection_not_watched" if watched is None and self.channel_wanted(app) else "channel_not_declared")
             self.channel_declared = False
             self.bridge.gate = GateState(False, reason)
             return

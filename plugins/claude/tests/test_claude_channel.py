@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -29,6 +30,7 @@ from agent_link_claude.channel import (
 from agent_link_claude import channel as channel_mod
 from agent_link_claude.connection import McpPeer
 from agent_link_claude.harness import ClaudeHarness
+from agent_link_core import hookimpl
 from agent_link_core.app import App
 from agent_link_core.model import Caller
 from agent_link_waits.waits import waits_of
@@ -352,16 +354,25 @@ def test_capability_is_declared_only_inside_claude_code(monkeypatch: pytest.Monk
         application.close()
 
 
+class OtherWatcher:
+    """A plugin that watches MCP connections before the claude plugin does."""
+
+    @hookimpl(tryfirst=True)
+    def agent_link_mcp_connection(self, write: Any) -> Any:
+        return SimpleNamespace(inbound=lambda item: None, outbound=lambda item: None, view=lambda: {})
+
+
 @pytest.mark.anyio
-async def test_a_channel_declared_but_not_watched_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Declared, but the connection is not this plugin's to watch (its hook skipped or another answered first): no
-    capability went out, so health says not declared, for that reason, not a contradiction."""
+async def test_a_channel_wanted_but_not_watched_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside Claude Code, but another plugin watches the connection (so the claude plugin's hook is never called, as
+    when it is skipped): no capability went out, and health says why, not "not inside Claude Code"."""
     monkeypatch.setenv("AGENT_LINK_HOST", "claude")
-    application = App.create()
+    application = App.create(extra_plugins=(("other-watcher", OtherWatcher()),))
     try:
+        plugin, peer = application.hooks.mcp_connection(None)
+        assert plugin == "other-watcher"
         harness: ClaudeHarness = application.harnesses["claude"]
-        assert harness.declare_channel(application) == {"claude/channel": {}}
-        await harness.serve(application, None)
+        await harness.serve(application, peer)
         assert harness.channel_declared is False and harness.bridge.gate.reason == "connection_not_watched"
     finally:
         application.close()

@@ -136,7 +136,7 @@ def wait_all(app: App, caller: Any, message_id: str, timeout_ms: int, stopped: s
                 left = max(0, int((deadline - time.monotonic()) * 1000))
                 data = runner.run(app.hooks.acall("agent_link_wait_for_reply", caller=caller, message_id=message_id,
                                                   timeout_ms=left, poll_ms=1000, progress=None, mark=False))
-                if data is None:
+                if not isinstance(data, dict):  # None: the wait failed (reported); []: its hookspec could not load
                     raise AgentLinkError("internal_error", f"Waiting for the answer to {message_id} failed.", {"messageId": message_id},
                                          hint=f"`agent-link health` shows the waits plugin's problem; `agent-link status {message_id}` "
                                               "follows the message.")

@@ -107,7 +107,7 @@ async def send_and_wait(app: App, args: dict[str, Any], recipient: str, send: Ca
         "agent_link_wait_for_reply", caller=call.caller, message_id=result["messageId"],
         timeout_ms=requested if call.progress is not None else min(requested, left), poll_ms=args.get("pollIntervalMs", 1000),
         progress=call.progress, mark=True)
-    if waited is None:  # the wait failed (reported): the message stands, its answer is read later
+    if not isinstance(waited, dict):  # the wait failed (reported; [] when its hookspec could not load): the message stands
         call.warnings.append({"code": "plugin_failed", "details": {"hook": "agent_link_wait_for_reply"},
                               "message": f"The message was sent but waiting for its answer failed; call wait_for_agent with "
                                          f"replyToMessageId {result['messageId']}, or read your inbox later."})

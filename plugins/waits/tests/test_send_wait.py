@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,15 @@ def test_a_wait_that_fails_leaves_the_message_sent_and_says_how_to_follow_it(fau
         assert app.store.conn.execute("SELECT count(*) FROM messages WHERE body = 'are you there?'").fetchone()[0] == 1
     finally:
         app.close()
+
+
+def test_a_wait_whose_hookspec_cannot_load_fails_as_any_failed_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin's own hookspec module failing to import leaves its wait hook unspecified (the call answers ``[]``): the
+    send stands and the wait fails in one line, as above, never a traceback (found by review)."""
+    monkeypatch.setitem(sys.modules, "agent_link_waits.hookspecs", None)  # importing it raises ImportError
+    failed = run("send", "team:bob", "still there?", "--from", "team:alice", "--wait")
+    assert failed.returncode == 1 and failed.stdout == "" and "Traceback" not in failed.stderr, failed
+    assert said_text(failed.stderr).splitlines()[-1].startswith("agent-link: Waiting for the answer to "), failed.stderr
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
