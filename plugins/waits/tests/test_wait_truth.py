@@ -178,3 +178,17 @@ async def test_a_wait_on_an_fyi_message_says_no_answer_is_expected(make_app: Cal
     await call(bob, "reply_agent_link_message", messageId=fyi["messageId"], message="thanks anyway")
     got = await call(alice, "wait_for_agent", agent="test:bob", replyToMessageId=fyi["messageId"], timeoutMs=0)
     assert got["outcome"] == "reply" and "warnings" not in got
+
+
+async def test_a_wait_whose_hookspec_cannot_load_leaves_the_send_with_one_warning(make_app: Callable[..., App],
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``waitForReply`` when the plugin's own hookspec module cannot be imported (its wait hook is then unspecified and
+    answers ``[]``): the message is sent once and the answer says the wait failed, with no second fault of the send."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "agent_link_waits.hookspecs", None)  # importing it raises ImportError
+    alice = make_app("test:alice")
+    sent = await call(alice, "message_agent", to="test:bob", message="are you there?", waitForReply=True, timeoutMs=1000)
+    assert sent["ok"] and "wait" not in sent and "plugin_failed" in [w["code"] for w in sent["warnings"]], sent
+    assert alice.mailbox.get_row(sent["messageId"]) is not None
+    assert not [p for p in alice.hooks.problems() if p["hook"] == "agent_link_tool_send"], alice.hooks.problems()
