@@ -43,7 +43,7 @@ class Delivery(Struct):
     :param state: shown as ``deliveryState``: ``queued``, or the harness's own names (docs/delivery-states.md).
     :param evidence: what proved delivery (ids), recorded with the event.
     :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
-    :param fields: extra result fields (declared in :attr:`Harness.send_result_fields`).
+    :param fields: extra result fields of ``message_agent`` (its plugin declares them: ``agent_link_extend_tools``).
     :param unknown: True when the push may or may not have landed: it stays queued and is never resent blindly.
     :param retryable: True when the push failed before the host accepted anything (retrying cannot duplicate it).
     :param accepted: True when the host accepted the push but has not shown it to the model yet: never pushed again,
@@ -82,8 +82,6 @@ class Harness:
     archived_sessions_take_mail: bool = False
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
-    #: extra result fields of a send to its sessions (``Delivery.fields``) as JSON schemas, declared in ``message_agent``'s output schema
-    send_result_fields: Mapping[str, dict[str, Any]] = {}
     #: command-line options naming a sender this harness recognises (see SenderOption)
     sender_options: tuple[SenderOption, ...] = ()
     #: tool-call arguments (starting with ``_``) the host's side, never the model, adds to name the calling session where MCP

@@ -1,6 +1,6 @@
 """Send options only one host understands are added to message_agent by its plugin (agent_link_extend_tools), which
 refuses them for other hosts' sessions (agent_link_tool_send): the core passes what plugins added to the recipient's
-Harness.deliver. A harness's send result fields (send_result_fields) join message_agent's output schema."""
+Harness.deliver; the result fields its harness's Delivery.fields fill are added the same way."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ class Stepper(Harness):
     """A host with steps: it understands ``pace`` and can change its ``gear``."""
 
     name = "stepper"
-    send_result_fields = {"stepId": {"type": "string"}}
 
     def __init__(self) -> None:
         self.options: list[dict[str, Any]] = []
@@ -56,7 +55,8 @@ class Hosts:
     @hookimpl
     def agent_link_extend_tools(self) -> dict[str, Any]:
         return {"message_agent": {"input": {"pace": {"type": "string", "enum": ["slow", "fast"], "description": "How to deliver."},
-                                            "gear": {"type": "string", "description": "Change the session's gear."}}}}
+                                            "gear": {"type": "string", "description": "Change the session's gear."}},
+                                  "output": {"stepId": {"type": "string"}}}}
 
     @hookimpl(tryfirst=True)
     def agent_link_tool_send(self, arguments: dict[str, Any], recipient: str) -> None:
@@ -111,25 +111,6 @@ async def test_options_the_plugin_refuses_for_another_harness_store_nothing(app:
     assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
 
 
-def test_a_result_field_shadowing_a_core_one_is_refused() -> None:
-    class Greedy(Harness):
-        name = "greedy"
-        send_result_fields = {"to": {"type": "string"}}
-
-    class Plugin:
-        @hookimpl
-        def agent_link_register_harnesses(self, register: Any) -> None:
-            register(Greedy())
-
-    app = App.create(extra_plugins=(("greedy", Plugin()),))
-    try:
-        assert "message_agent" in app.hooks.tools()  # where the declarations are checked
-        assert "greedy" not in app.harnesses
-        assert "result field 'to', which message_agent has already" in app.plugin_report.failed["greedy"]
-    finally:
-        app.close()
-
-
 @pytest.mark.anyio
 async def test_a_forwarded_argument_no_loaded_plugin_adds_is_refused_before_storing(app: App) -> None:
     """A plugin tool sending through message_agent with an argument a missing plugin would add (waitForReply without the
@@ -153,6 +134,7 @@ def test_a_plugin_extends_a_core_tool_and_a_bad_extension_is_refused() -> None:
         "adds": {"message_agent": {"input": {"shout": {"type": "boolean"}}, "output": {"echoed": {"type": "string"}},
                                    "description": " Shout if you must."}, "list_agents": {"output": {"mood": {"type": "string"}}}},
         "clash": {"message_agent": {"input": {"message": {"type": "string"}}}},
+        "greedy": {"message_agent": {"output": {"to": {"type": "string"}}}},
         "stranger": {"wait_for_agent": {"input": {"x": {"type": "string"}}}},
         "broken": {"message_agent": {"output": {"bad": {"type": "no such type"}}}},
     }
@@ -175,6 +157,7 @@ def test_a_plugin_extends_a_core_tool_and_a_bad_extension_is_refused() -> None:
         assert "mood" in tools["list_agents"].output_fields
         problems = {p["plugin"]: p["error"] for p in app.hooks.problems()}
         assert "argument 'message', which message_agent has already" in problems["clash"]
+        assert "result field 'to', which message_agent has already" in problems["greedy"]
         assert "'wait_for_agent', which is no core tool" in problems["stranger"]
         assert "invalid JSON schema" in problems["broken"] and "adds" not in problems
     finally:

@@ -10,7 +10,6 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.boundary import Refused
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness import acall_harness
 from agent_link_core.mailbox import ulid_of_uuid
@@ -57,25 +56,12 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
     return ulid_of_uuid(given), {"clientMessageId": given.lower()}
 
 
-def harness_declared(app: App | None, attribute: str) -> dict[str, Any]:
-    """What the App's harnesses declare in ``attribute`` (a :class:`~agent_link_core.harness.Harness` dict) by name, the
-    first harness (by name) declaring a name defining it (also for a plugin's tool, as ``wait_result_fields``)."""
-    declared: dict[str, Any] = {}
-    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
-        for name, value in getattr(harness, attribute, {}).items():  # a plugin's own declaration (wait_result_fields) may be absent
-            declared.setdefault(name, value)
-    return declared
-
-
 def core_specs(app: App | None) -> list[ToolSpec]:
-    """:data:`CORE_TOOLS`, ``message_agent``'s result fields with those the App's harnesses declare
-    (``send_result_fields``) first, and what plugins add (``agent_link_extend_tools``) after each tool's own."""
+    """:data:`CORE_TOOLS`, with what plugins add (``agent_link_extend_tools``) after each tool's own arguments and result fields."""
     added = app.hooks.call("agent_link_extend_tools") if app is not None else []
     specs = []
     for spec in CORE_TOOLS:
-        arguments = spec.input_schema["properties"]
-        fields = {**(harness_declared(app, "send_result_fields") if spec is MESSAGE_AGENT else {}), **spec.output_fields}
-        description = spec.description
+        arguments, fields, description = spec.input_schema["properties"], spec.output_fields, spec.description
         for extension in (answer[spec.name] for answer in added if spec.name in answer):  # a name taken keeps its first schema
             arguments = {**arguments, **{k: v for k, v in extension.get("input", {}).items() if k not in arguments}}
             fields = {**fields, **{k: v for k, v in extension.get("output", {}).items() if k not in fields}}
@@ -111,13 +97,6 @@ def declaration_problem(base: ToolSpec, arguments: Any, fields: Any) -> str | No
             except SchemaError as exc:
                 return f"declares {what} {name!r} with an invalid JSON schema: {exc.message[:200]}"
     return None
-
-
-def check_send_declarations(harness: Any) -> None:
-    """Check a harness's send result fields, which become part of ``message_agent`` (``Hooks.tools``).
-    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema."""
-    if problem := declaration_problem(MESSAGE_AGENT, {}, getattr(harness, "send_result_fields", {})):
-        raise Refused(f"harness {harness.name!r} {problem}", "Name it something of your own, with a JSON schema (draft 2020-12).")
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:

@@ -78,12 +78,6 @@ class CodexHarness(Harness):
     endpoint_registration: str | None = None
     # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
     sender_options = SENDER_OPTIONS
-    send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
-                          "switchReceipts": {"type": "array"},
-                          # the separate facts of a send (send_facets)
-                          "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
-                          "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
-                          "turn": {"type": ["object", "null"]}}
     wait_result_fields = {"turn": {"type": ["object", "null"]}}
     # Measured on Codex 0.169.0: an MCP tool's output reaches the model as "Wall time: …\nOutput:\n"
     # plus structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the

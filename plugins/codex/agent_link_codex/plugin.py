@@ -101,8 +101,8 @@ def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[st
 
 @hookimpl
 def agent_link_extend_tools() -> dict[str, dict[str, Any]]:
-    """``message_agent`` takes the Codex send options, ``agent_link_health`` ``startAppServer``
-    (:mod:`agent_link_codex.send_options`)."""
+    """``message_agent`` takes the Codex send options and answers their result fields, ``agent_link_health``
+    takes ``startAppServer`` (:mod:`agent_link_codex.send_options`)."""
     from agent_link_codex.send_options import EXTENSIONS
 
     return EXTENSIONS

@@ -1,7 +1,7 @@
-"""The arguments Codex adds to core tools (the codex plugin's ``agent_link_extend_tools``): ``message_agent``'s
-send options, which reach :meth:`~agent_link_codex.harness.CodexHarness.deliver` and are refused for other hosts'
-sessions (``agent_link_tool_send``: :func:`check_target`), and ``agent_link_health``'s ``startAppServer``, which
-:meth:`~agent_link_codex.harness.CodexHarness.prepare_health` reads."""
+"""What Codex adds to core tools (the codex plugin's ``agent_link_extend_tools``): ``message_agent``'s send options,
+which reach :meth:`~agent_link_codex.harness.CodexHarness.deliver` and are refused for other hosts' sessions
+(``agent_link_tool_send``: :func:`check_target`), and its result fields (``Delivery.fields``); ``agent_link_health``'s
+``startAppServer``, which :meth:`~agent_link_codex.harness.CodexHarness.prepare_health` reads."""
 
 from __future__ import annotations
 
@@ -29,12 +29,20 @@ SEND_OPTIONS: dict[str, dict[str, Any]] = {
     "allowTargetOverride": {"type": "boolean", "description": "Deprecated: still grants a model/effort/cwd change the "
                                                               "override policy refuses, with a warning."},
 }
+#: what a send to a Codex thread adds to message_agent's result (``Delivery.fields``)
+SEND_RESULT_FIELDS: dict[str, dict[str, Any]] = {
+    "turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
+    "switchReceipts": {"type": "array"},
+    # the separate facts of a send (send_facets)
+    "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
+    "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
+    "turn": {"type": ["object", "null"]}}
 #: what agent_link_health takes for Codex
 HEALTH_OPTIONS: dict[str, dict[str, Any]] = {"startAppServer": {"type": "boolean", "description": (
     "true: connect to Codex (starting the private app-server if needed) so the prompt hook's trust can be read; "
     "false: probe nothing, not even `codex --version`; absent: only the version probe.")}}
 #: ``agent_link_extend_tools``'s answer
-EXTENSIONS = {"message_agent": {"input": SEND_OPTIONS}, "agent_link_health": {"input": HEALTH_OPTIONS}}
+EXTENSIONS = {"message_agent": {"input": SEND_OPTIONS, "output": SEND_RESULT_FIELDS}, "agent_link_health": {"input": HEALTH_OPTIONS}}
 
 
 def check_target(arguments: dict[str, Any], recipient: str) -> None:

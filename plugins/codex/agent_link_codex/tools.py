@@ -20,7 +20,7 @@ from agent_link_codex import rollouts
 from agent_link_codex.activity import thread_links
 from agent_link_codex.appserver import AppServerError
 from agent_link_codex.harness import CodexHarness
-from agent_link_codex.send_options import SEND_OPTIONS
+from agent_link_codex.send_options import SEND_OPTIONS, SEND_RESULT_FIELDS
 from agent_link_codex.service import is_not_found
 from agent_link_codex.settings import codex_home
 from agent_link_codex.thread_reads import (
@@ -369,7 +369,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "recentItems": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Deprecated and ignored (a warning says so)."},
             "messageId": core_tools.MESSAGE_ID,
         }, ("threadId", "message")),
-        output_fields={**core_tools.SEND_RESULT, "wait": {"type": "object"}, **CodexHarness.send_result_fields},
+        output_fields={**core_tools.SEND_RESULT, "wait": {"type": "object"}, **SEND_RESULT_FIELDS},
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},
     ),
 )
