@@ -71,31 +71,26 @@ def core_specs(app: App | None) -> list[ToolSpec]:
 
 
 def extension_problem(answer: Any) -> str | None:
-    """Why an ``agent_link_extend_tools`` answer is refused, or None."""
+    """Why an ``agent_link_extend_tools`` answer is refused (a name that is no core tool, another shape, an argument or
+    result field the tool has already, an invalid JSON schema), or None."""
+    from jsonschema.exceptions import SchemaError
+
     base = {spec.name: spec for spec in CORE_TOOLS}
     for name, extension in answer.items() if isinstance(answer, Mapping) else [(None, None)]:
         if name not in base or not isinstance(extension, Mapping) or not isinstance(extension.get("description", ""), str):
             return f"extends {name!r}, which is no core tool, or not with {{'input'?, 'output'?, 'description'?}}"
-        if problem := declaration_problem(base[name], extension.get("input", {}), extension.get("output", {})):
-            return problem
-    return None
-
-
-def declaration_problem(base: ToolSpec, arguments: Any, fields: Any) -> str | None:
-    """Why added ``arguments`` and result ``fields`` (dicts of JSON schemas) cannot join core tool ``base``, or None."""
-    from jsonschema.exceptions import SchemaError
-
-    if not isinstance(arguments, Mapping) or not isinstance(fields, Mapping):
-        return "declares arguments or result fields that are not dicts of JSON schemas"
-    for what, names, taken in (("argument", arguments, base.input_schema["properties"]),
-                               ("result field", fields, {*base.output_fields, "ok", "error", "warnings"})):
-        for name, schema in names.items():
-            if name in taken:
-                return f"declares {what} {name!r}, which {base.name} has already"
-            try:
-                check_schema(schema if isinstance(schema, Mapping) else None)
-            except SchemaError as exc:
-                return f"declares {what} {name!r} with an invalid JSON schema: {exc.message[:200]}"
+        arguments, fields, spec = extension.get("input", {}), extension.get("output", {}), base[name]
+        if not isinstance(arguments, Mapping) or not isinstance(fields, Mapping):
+            return "declares arguments or result fields that are not dicts of JSON schemas"
+        for what, names, taken in (("argument", arguments, spec.input_schema["properties"]),
+                                   ("result field", fields, {*spec.output_fields, "ok", "error", "warnings"})):
+            for field_name, schema in names.items():
+                if field_name in taken:
+                    return f"declares {what} {field_name!r}, which {name} has already"
+                try:
+                    check_schema(schema if isinstance(schema, Mapping) else None)
+                except SchemaError as exc:
+                    return f"declares {what} {field_name!r} with an invalid JSON schema: {exc.message[:200]}"
     return None
 
 
