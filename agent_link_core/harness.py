@@ -43,7 +43,7 @@ class Delivery(Struct):
     :param state: shown as ``deliveryState``: ``queued``, or the harness's own names (docs/delivery-states.md).
     :param evidence: what proved delivery (ids), recorded with the event.
     :param warnings: ``[{"code", "message", "details"?}]`` for the sender.
-    :param fields: extra result fields (declared in :attr:`Harness.send_result_fields`).
+    :param fields: extra result fields of ``message_agent`` (its plugin declares them: ``agent_link_extend_tools``).
     :param unknown: True when the push may or may not have landed: it stays queued and is never resent blindly.
     :param retryable: True when the push failed before the host accepted anything (retrying cannot duplicate it).
     :param accepted: True when the host accepted the push but has not shown it to the model yet: never pushed again,
@@ -60,21 +60,6 @@ class Delivery(Struct):
     retryable: bool = False
     accepted: bool = False
     note: str | None = None
-
-
-class SendOption(Struct, frozen=True):
-    """A ``message_agent`` argument only some harnesses understand: added to the tool's input schema, passed to the
-    recipient's :meth:`Harness.deliver`, and refused before anything is stored when aimed at a harness that does not declare it.
-
-    :param name: the argument's name (camelCase).
-    :param schema: its JSON schema (with a ``description``: models read it).
-    :param capability: set: refused as ``unsupported`` with ``details.capability`` (a missing ability of the target);
-        None: as ``invalid_arguments`` (``unsupported_for_target``).
-    """
-
-    name: str
-    schema: dict[str, Any]
-    capability: str | None = None
 
 
 class Harness:
@@ -95,14 +80,8 @@ class Harness:
     env_variables: tuple[str, ...] = ()
     #: whether mail to the exact address of an archived session is accepted (it waits until resumed)
     archived_sessions_take_mail: bool = False
-    #: arguments of ``agent_link_health`` it understands (name → JSON schema, with a description); given ones reach :meth:`prepare_health`
-    health_options: Mapping[str, dict[str, Any]] = {}
     #: what its host shows the model in full (inbox reads are cut to fit; pushes too); None: no limit known
     output_budget: OutputBudget | None = None
-    #: the ``message_agent`` options this harness honours; others aimed at its sessions are refused before anything is stored
-    send_option_specs: tuple[SendOption, ...] = ()
-    #: extra result fields of a send to its sessions (``Delivery.fields``) as JSON schemas, declared in ``message_agent``'s output schema
-    send_result_fields: Mapping[str, dict[str, Any]] = {}
     #: command-line options naming a sender this harness recognises (see SenderOption)
     sender_options: tuple[SenderOption, ...] = ()
     #: tool-call arguments (starting with ``_``) the host's side, never the model, adds to name the calling session where MCP
@@ -137,7 +116,8 @@ class Harness:
 
         :param message: the stored message (``id``, ``recipient``, ``from``, ...).
         :param envelope: the rendered ``<agent-link-message>`` text to show the model.
-        :param options: harness-specific send options from the tool call (validated).
+        :param options: the ``message_agent`` arguments plugins added (``agent_link_extend_tools``) that the call gave
+            (validated; a plugin refuses those its target cannot take in ``agent_link_tool_send``); ``{}`` from the CLI.
         :returns: a :class:`Delivery`; the default keeps the message queued for pull.
         :raises AgentLinkError: when the target cannot receive at all (``archived``, ``not_found``); the message row then
             stays queued and is reported as such.
@@ -145,7 +125,7 @@ class Harness:
         return Delivery()
 
     async def prepare_health(self, options: Mapping[str, Any]) -> None:
-        """Called by ``agent_link_health`` before :meth:`health` with the given arguments among every harness's :attr:`health_options`."""
+        """Called by ``agent_link_health`` before :meth:`health` with the arguments plugins added to it (``agent_link_extend_tools``) that the call gave."""
 
     async def recheck(self, message: dict[str, Any]) -> Delivery | None:
         """Look again for evidence of an earlier push of ``message`` that the host accepted (or whose answer was lost).

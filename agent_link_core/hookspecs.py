@@ -365,7 +365,8 @@ def _extension_problem(answer: Any, plugin: str) -> str | None:
 @hookspec(check=_extension_problem)
 def agent_link_extend_tools(app: App | None) -> dict[str, dict[str, Any]] | None:
     """Add arguments, result fields and a description's end to core MCP tools (the waits plugin's ``waitForReply`` in
-    ``message_agent``). Called when the tools are collected (``agent_link_register_tools``); must be cheap.
+    ``message_agent``). Called when the tools are collected (``agent_link_register_tools``); must be cheap. Added arguments
+    a call gives reach the recipient's ``Harness.deliver`` (``message_agent``) or every ``Harness.prepare_health`` (health).
 
     :param app: the App, or None when tools are listed without one.
     :returns: ``{core tool name: {"input"?: {argument: JSON schema}, "output"?: {result field: JSON schema},

@@ -229,21 +229,7 @@ class Hooks:
         return self.collect("harness", "agent_link_register_harnesses", check_harness)
 
     def tools(self) -> dict[str, ToolSpec]:
-        """All accepted MCP tools by name (schemas checked); first each harness's send options and
-        result fields (part of ``message_agent``): a refused one leaves its plugin out."""
-        if "tool" not in self._records:
-            from agent_link_core.harness_decl import HarnessDeclaration
-            from agent_link_core.tools.core_tools import check_send_declarations
-
-            harnesses = self.app.harnesses if self.app is not None else self.harnesses()
-            for name, harness in list(harnesses.items()):
-                if harness is None or isinstance(harness, HarnessDeclaration):
-                    continue
-                try:
-                    check_send_declarations(harness)
-                except Refused as exc:
-                    plugin = self.owner("harness", name) or f"harness {name}"
-                    self.boundary.fault(plugin, "agent_link_register_harnesses", str(exc), fix=exc.fix, disable=True)
+        """All accepted MCP tools by name (schemas checked)."""
         from agent_link_core.tools.registry import check_tool
 
         return self.collect("tool", "agent_link_register_tools", check_tool)

@@ -2,8 +2,8 @@
 
 Names are easy to catch. Concepts are what a host calls its own things (Codex threads and
 turns, steering, app-servers, rollouts) leaking into the core's code, schemas and wording; a
-harness declares what it needs instead (``SendOption``, ``SenderOption``,
-``send_result_fields``). The few that remain for compatibility are listed with a reason.
+host's plugin declares what it needs instead (``SenderOption``, the arguments and result fields it adds
+with ``agent_link_extend_tools``). The few that remain for compatibility are listed with a reason.
 """
 
 from __future__ import annotations

@@ -480,8 +480,8 @@ async def test_message_agent_errors() -> None:
         error = await alice.fail("message_agent", {"to": "test:bob", "message": "x", "replyToMessageId": UNKNOWN_ULID}, "not_found")
         assert error["details"]["id"] == UNKNOWN_ULID
 
-        # Options only a host understands are declared by its harness (tests/test_send_options.py);
-        # with no harness installed they are unknown arguments.
+        # Options only a host understands are added by its plugin (tests/test_send_options.py);
+        # with no such plugin loaded they are unknown arguments.
         for option, value in (("model", "gpt-x"), ("mode", "start_turn"), ("allowParallelTurn", False)):
             await alice.invalid("message_agent", {"to": "test:bob", "message": "x", option: value}, option, "unknown_property")
 

@@ -1,5 +1,6 @@
-"""Send options only a harness understands are declared by that harness (SendOption): the core
-adds them to message_agent's schemas and refuses them for other harnesses' sessions."""
+"""Send options only one host understands are added to message_agent by its plugin (agent_link_extend_tools), which
+refuses them for other hosts' sessions (agent_link_tool_send): the core passes what plugins added to the recipient's
+Harness.deliver; the result fields its harness's Delivery.fields fill are added the same way."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from agent_link_core import hookimpl
 from agent_link_core.app import App
-from agent_link_core.harness import Delivery, Harness, SendOption
+from agent_link_core.errors import AgentLinkError, invalid_arguments
+from agent_link_core.harness import Delivery, Harness
 from agent_link_core.model import Caller, Session
 from agent_link_core.tools.registry import run_tool
 
@@ -20,11 +22,6 @@ class Stepper(Harness):
     """A host with steps: it understands ``pace`` and can change its ``gear``."""
 
     name = "stepper"
-    send_option_specs = (
-        SendOption("pace", {"type": "string", "enum": ["slow", "fast"], "description": "How to deliver."}),
-        SendOption("gear", {"type": "string", "description": "Change the session's gear."}, capability="gear_changes"),
-    )
-    send_result_fields = {"stepId": {"type": "string"}}
 
     def __init__(self) -> None:
         self.options: list[dict[str, Any]] = []
@@ -45,6 +42,8 @@ class Plain(Harness):
 
 
 class Hosts:
+    """The stepper host's plugin: its harness, its send options, and their refusal for other hosts' sessions."""
+
     def __init__(self) -> None:
         self.stepper = Stepper()
 
@@ -52,6 +51,21 @@ class Hosts:
     def agent_link_register_harnesses(self, register: Any) -> None:
         register(self.stepper)
         register(Plain())
+
+    @hookimpl
+    def agent_link_extend_tools(self) -> dict[str, Any]:
+        return {"message_agent": {"input": {"pace": {"type": "string", "enum": ["slow", "fast"], "description": "How to deliver."},
+                                            "gear": {"type": "string", "description": "Change the session's gear."}},
+                                  "output": {"stepId": {"type": "string"}}}}
+
+    @hookimpl(tryfirst=True)
+    def agent_link_tool_send(self, arguments: dict[str, Any], recipient: str) -> None:
+        if recipient.startswith("stepper:"):
+            return
+        if "gear" in arguments:
+            raise AgentLinkError("unsupported", f"{recipient} cannot take gear changes.", {"capability": "gear_changes", "arguments": ["gear"]})
+        if "pace" in arguments:
+            raise invalid_arguments([{"path": "pace", "rule": "unsupported_for_target", "expected": "omit it for this target"}])
 
 
 @pytest.fixture
@@ -70,21 +84,22 @@ async def send(app: App, **args: Any) -> dict[str, Any]:
     return await run_tool(app, app.hooks.tools()["message_agent"], {"message": "hi", **args}, {})
 
 
-def test_declared_options_and_fields_are_in_the_schemas(app: App) -> None:
+def test_added_options_and_declared_fields_are_in_the_schemas(app: App) -> None:
     spec = app.hooks.tools()["message_agent"]
     assert spec.input_schema["properties"]["pace"]["enum"] == ["slow", "fast"]
     assert "gear" in spec.input_schema["properties"] and "stepId" in spec.output_fields
 
 
 @pytest.mark.anyio
-async def test_options_reach_the_declaring_harness(app: App, hosts: Hosts) -> None:
+async def test_added_options_reach_the_recipients_harness(app: App, hosts: Hosts) -> None:
     out = await send(app, to="stepper:one", pace="fast", gear="3")
     assert out["ok"] and out["stepId"] == "s1", out
     assert hosts.stepper.options == [{"pace": "fast", "gear": "3"}]
+    assert (await send(app, to="stepper:two"))["ok"] and hosts.stepper.options[-1] == {}
 
 
 @pytest.mark.anyio
-async def test_options_aimed_at_another_harness_are_refused_before_storing(app: App) -> None:
+async def test_options_the_plugin_refuses_for_another_harness_store_nothing(app: App) -> None:
     out = await send(app, to="plain:bob", gear="3")
     assert out["error"]["code"] == "unsupported"
     assert out["error"]["details"] == {"capability": "gear_changes", "arguments": ["gear"]}
@@ -94,25 +109,6 @@ async def test_options_aimed_at_another_harness_are_refused_before_storing(app: 
     out = await send(app, to="stepper:one", pace="sideways")
     assert out["error"]["details"]["errors"][0]["rule"] == "enum"
     assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
-
-
-def test_a_declaration_shadowing_a_core_argument_is_refused() -> None:
-    class Greedy(Harness):
-        name = "greedy"
-        send_option_specs = (SendOption("message", {"type": "string"}),)
-
-    class Plugin:
-        @hookimpl
-        def agent_link_register_harnesses(self, register: Any) -> None:
-            register(Greedy())
-
-    app = App.create(extra_plugins=(("greedy", Plugin()),))
-    try:
-        assert "message_agent" in app.hooks.tools()  # where the declarations are checked
-        assert "greedy" not in app.harnesses
-        assert "argument 'message', which message_agent has already" in app.plugin_report.failed["greedy"]
-    finally:
-        app.close()
 
 
 @pytest.mark.anyio
@@ -138,6 +134,7 @@ def test_a_plugin_extends_a_core_tool_and_a_bad_extension_is_refused() -> None:
         "adds": {"message_agent": {"input": {"shout": {"type": "boolean"}}, "output": {"echoed": {"type": "string"}},
                                    "description": " Shout if you must."}, "list_agents": {"output": {"mood": {"type": "string"}}}},
         "clash": {"message_agent": {"input": {"message": {"type": "string"}}}},
+        "greedy": {"message_agent": {"output": {"to": {"type": "string"}}}},
         "stranger": {"wait_for_agent": {"input": {"x": {"type": "string"}}}},
         "broken": {"message_agent": {"output": {"bad": {"type": "no such type"}}}},
     }
@@ -160,6 +157,7 @@ def test_a_plugin_extends_a_core_tool_and_a_bad_extension_is_refused() -> None:
         assert "mood" in tools["list_agents"].output_fields
         problems = {p["plugin"]: p["error"] for p in app.hooks.problems()}
         assert "argument 'message', which message_agent has already" in problems["clash"]
+        assert "result field 'to', which message_agent has already" in problems["greedy"]
         assert "'wait_for_agent', which is no core tool" in problems["stranger"]
         assert "invalid JSON schema" in problems["broken"] and "adds" not in problems
     finally:

@@ -1,19 +1,17 @@
-"""The host-neutral MCP tools: health, directory, messaging, inbox, status (docs/behaviour.md §5).
-Options only some harnesses understand are declared by them (:class:`~agent_link_core.harness.SendOption`); every handler
-is a :attr:`~agent_link_core.tools.registry.ToolSpec.handler`."""
+"""The host-neutral MCP tools: health, directory, messaging, inbox, status (docs/behaviour.md §5). Arguments only some
+hosts understand are added by their plugins (``agent_link_extend_tools``); every handler is a
+:attr:`~agent_link_core.tools.registry.ToolSpec.handler`."""
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.boundary import Refused
-from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import SendOption, acall_harness
+from agent_link_core.errors import AgentLinkError
+from agent_link_core.harness import acall_harness
 from agent_link_core.mailbox import ulid_of_uuid
 from agent_link_core.model import is_address, is_ulid
 from agent_link_core.sending import message_summary
@@ -24,7 +22,6 @@ from agent_link_core.tools.schemas import (AGENT_QUERY, ANY, BOOL, CURSOR, IDEMP
 if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.app import App
 
-OPTION_NAME_RE = re.compile(r"^[a-z][A-Za-z0-9]{0,63}\Z")
 ANTICIPATION = {"type": "string", "enum": ["reply", "action", "fyi"],
                 "description": "What the sender expects: reply (an answer), action (something done), fyi (nothing)."}
 REPLY_BY = {"type": "string", "minLength": 1,
@@ -59,30 +56,12 @@ def idempotency_key(args: dict[str, Any], path: str = "messageId") -> tuple[str 
     return ulid_of_uuid(given), {"clientMessageId": given.lower()}
 
 
-def harness_declared(app: App | None, attribute: str) -> dict[str, Any]:
-    """What the App's harnesses declare in ``attribute`` (a :class:`~agent_link_core.harness.Harness` dict, or SendOptions)
-    by name, the first harness (by name) declaring a name defining it (also for a plugin's tool, as ``wait_result_fields``)."""
-    declared: dict[str, Any] = {}
-    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
-        items = getattr(harness, attribute, ())  # a plugin's own declaration (wait_result_fields) may be absent
-        for name, value in (items.items() if isinstance(items, Mapping) else ((o.name, o) for o in items)):
-            declared.setdefault(name, value)
-    return declared
-
-
-#: the core tools a harness extends: name -> (the Harness attribute declaring arguments, the one declaring result fields)
-EXTENDED = {"message_agent": ("send_option_specs", "send_result_fields"), "agent_link_health": ("health_options", None)}
-
-
 def core_specs(app: App | None) -> list[ToolSpec]:
-    """:data:`CORE_TOOLS`, with the arguments and result fields the App's harnesses declare for those of :data:`EXTENDED`
-    (``SendOption`` schemas for send options) before their own, and what plugins add (``agent_link_extend_tools``) after."""
+    """:data:`CORE_TOOLS`, with what plugins add (``agent_link_extend_tools``) after each tool's own arguments and result fields."""
     added = app.hooks.call("agent_link_extend_tools") if app is not None else []
     specs = []
     for spec in CORE_TOOLS:
-        arguments, fields = (harness_declared(app, attribute) if attribute else {} for attribute in EXTENDED.get(spec.name, (None, None)))
-        arguments = {**{name: getattr(value, "schema", value) for name, value in arguments.items()}, **spec.input_schema["properties"]}
-        fields, description = {**fields, **spec.output_fields}, spec.description
+        arguments, fields, description = spec.input_schema["properties"], spec.output_fields, spec.description
         for extension in (answer[spec.name] for answer in added if spec.name in answer):  # a name taken keeps its first schema
             arguments = {**arguments, **{k: v for k, v in extension.get("input", {}).items() if k not in arguments}}
             fields = {**fields, **{k: v for k, v in extension.get("output", {}).items() if k not in fields}}
@@ -92,49 +71,33 @@ def core_specs(app: App | None) -> list[ToolSpec]:
 
 
 def extension_problem(answer: Any) -> str | None:
-    """Why an ``agent_link_extend_tools`` answer is refused, or None."""
+    """Why an ``agent_link_extend_tools`` answer is refused (a name that is no core tool, another shape, an argument or
+    result field the tool has already, an invalid JSON schema), or None."""
+    from jsonschema.exceptions import SchemaError
+
     base = {spec.name: spec for spec in CORE_TOOLS}
     for name, extension in answer.items() if isinstance(answer, Mapping) else [(None, None)]:
         if name not in base or not isinstance(extension, Mapping) or not isinstance(extension.get("description", ""), str):
             return f"extends {name!r}, which is no core tool, or not with {{'input'?, 'output'?, 'description'?}}"
-        if problem := declaration_problem(base[name], extension.get("input", {}), extension.get("output", {})):
-            return problem
+        arguments, fields, spec = extension.get("input", {}), extension.get("output", {}), base[name]
+        if not isinstance(arguments, Mapping) or not isinstance(fields, Mapping):
+            return "declares arguments or result fields that are not dicts of JSON schemas"
+        for what, names, taken in (("argument", arguments, spec.input_schema["properties"]),
+                                   ("result field", fields, {*spec.output_fields, "ok", "error", "warnings"})):
+            for field_name, schema in names.items():
+                if field_name in taken:
+                    return f"declares {what} {field_name!r}, which {name} has already"
+                try:
+                    check_schema(schema if isinstance(schema, Mapping) else None)
+                except SchemaError as exc:
+                    return f"declares {what} {field_name!r} with an invalid JSON schema: {exc.message[:200]}"
     return None
-
-
-def declaration_problem(base: ToolSpec, arguments: Any, fields: Any) -> str | None:
-    """Why added ``arguments`` and result ``fields`` (dicts of JSON schemas) cannot join core tool ``base``, or None."""
-    from jsonschema.exceptions import SchemaError
-
-    if not isinstance(arguments, Mapping) or not isinstance(fields, Mapping):
-        return "declares arguments or result fields that are not dicts of JSON schemas"
-    for what, names, taken in (("argument", arguments, base.input_schema["properties"]),
-                               ("result field", fields, {*base.output_fields, "ok", "error", "warnings"})):
-        for name, schema in names.items():
-            if name in taken:
-                return f"declares {what} {name!r}, which {base.name} has already"
-            try:
-                check_schema(schema if isinstance(schema, Mapping) else None)
-            except SchemaError as exc:
-                return f"declares {what} {name!r} with an invalid JSON schema: {exc.message[:200]}"
-    return None
-
-
-def check_send_declarations(harness: Any) -> None:
-    """Check a harness's send options and result fields, which become part of ``message_agent`` (``Hooks.tools``).
-    :raises Refused: a declaration of the wrong type, a name the core uses, an invalid schema."""
-    specs = getattr(harness, "send_option_specs", ())
-    if not isinstance(specs, (tuple, list)) or not all(isinstance(o, SendOption) and OPTION_NAME_RE.match(str(o.name)) for o in specs):
-        raise Refused(f"harness {harness.name!r} declares send options that are not a tuple of SendOption with camelCase names",
-                      "Declare SendOption('name', {json schema}).")
-    if problem := declaration_problem(MESSAGE_AGENT, {o.name: o.schema for o in specs}, getattr(harness, "send_result_fields", {})):
-        raise Refused(f"harness {harness.name!r} {problem}", "Name it something of your own, with a JSON schema (draft 2020-12).")
 
 
 async def health(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """``agent_link_health``; the harness-declared options given (``Harness.health_options``) reach every harness's
+    """``agent_link_health``; the arguments plugins added (``agent_link_extend_tools``) reach every harness's
     ``prepare_health`` first."""
-    options = {k: args[k] for k in harness_declared(app, "health_options") if k in args}
+    options = {k: v for k, v in args.items() if k not in HEALTH.input_schema["properties"]}
     for harness in list(app.harnesses.values()):  # a harness that fails here is reported; health goes on
         await acall_harness(app.hooks, harness, "prepare_health", partial(harness.prepare_health, options))
     return app.health(call.meta, include_caller_context=args.get("includeCallerContext", False))
@@ -171,26 +134,14 @@ async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
     """``message_agent``; ``tool``: the name the send is recorded under (``SendContext.tool``, which ``before_send``
     hooks see): a plugin tool that sends through this handler names itself."""
-    declared: dict[str, SendOption] = harness_declared(app, "send_option_specs")
-    options = {k: args[k] for k in declared if k in args}
+    # what plugins added (agent_link_extend_tools) reaches the recipient's Harness.deliver as its options
+    options = {k: v for k, v in args.items() if k not in MESSAGE_AGENT.input_schema["properties"]}
     named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
     # an exact address may name an archived session of a harness whose archived sessions take mail
     allow_archived = named is not None and named.archived_sessions_take_mail
     target = await app.target_address(args["to"], call.caller, allow_archived=allow_archived)
     recipient = target[0]
-    harness = app.harnesses.get(recipient.split(":", 1)[0])
-    supported = {o.name for o in harness.send_option_specs} if harness is not None else set()
-    lacking = [k for k in options if k not in supported and declared[k].capability]
-    if lacking:
-        capability = declared[lacking[0]].capability
-        lacking = [k for k in lacking if declared[k].capability == capability]
-        raise AgentLinkError("unsupported", f"{recipient} cannot take {', '.join(lacking)} changes.",
-                             {"capability": capability, "arguments": lacking},
-                             hint=f"Send without {', '.join(lacking)}.")
-    others = [k for k in options if k not in supported]
-    if others:
-        raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])
-    if added := [k for k in args if k not in MESSAGE_AGENT.input_schema["properties"] and k not in declared]:  # what a plugin added (agent_link_extend_tools)
+    if options:
         started: list[asyncio.Future[dict[str, Any]]] = []
 
         def send(message_id: str | None = None, **keywords: Any) -> asyncio.Future[dict[str, Any]]:
@@ -206,7 +157,7 @@ async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool:
                                   "message": "The message was sent, but what a plugin adds to the send failed "
                                              "(agent_link_health lists it under plugins.problems)."})
             return await started[0]
-        if untaken := [k for k in added if args[k] is not False and k not in app.hooks.tools()["message_agent"].input_schema["properties"]]:
+        if untaken := [k for k in options if args[k] is not False and k not in app.hooks.tools()["message_agent"].input_schema["properties"]]:
             # a plugin tool forwarding what no loaded plugin adds (waitForReply without the waits plugin)
             raise AgentLinkError("unsupported", f"No loaded plugin takes {', '.join(untaken)}.", {"arguments": untaken},
                                  hint=f"Send without {', '.join(untaken)}, or install or enable the plugin that adds it.")
@@ -259,7 +210,7 @@ async def message_status(app: App, args: dict[str, Any], call: ToolCall) -> dict
 
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(
+    HEALTH := ToolSpec(
         name="agent_link_health",
         title="agent-link health",
         description="Report whether agent-link works here: this session's address, state directory, plugins, harnesses and settings problems. Never fails because a host is missing.",

@@ -67,8 +67,6 @@ class FileHostHarness(Harness):
 
     name = NAME
     source_kinds = ("file",)
-    #: what a send to a filehost session adds to ``message_agent``'s result (``Delivery.fields``)
-    send_result_fields = {"inboxFile": {"type": "string", "description": "The file under <dir>/inbox the envelope was appended to."}}
 
     def identify_caller(self, meta: Mapping[str, Any], env: Mapping[str, str]) -> Caller | None:
         from_meta = meta.get("filehostSession") if meta else None

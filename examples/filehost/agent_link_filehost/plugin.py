@@ -59,6 +59,12 @@ agent_link_register_tools = registers("agent_link_filehost.tools:TOOLS")
 
 
 @hookimpl
+def agent_link_extend_tools() -> dict[str, dict[str, Any]]:
+    """What a send to a filehost session adds to ``message_agent``'s result (the harness's ``Delivery.fields``)."""
+    return {"message_agent": {"output": {"inboxFile": {"type": "string", "description": "The file under <dir>/inbox the envelope was appended to."}}}}
+
+
+@hookimpl
 def agent_link_register_commands(cli: click.Group) -> None:
     """``agent-link filehost ...``: declared by name and help; its module loads when it runs."""
     from agent_link_core.contribute import command

@@ -8,6 +8,7 @@ AGENT_LINK_HOOKSPECS = {"agent_link_codex.hookspecs": ("agent_link_check_overrid
 #: "Declare now, import when used"); tests/test_declared_hooks.py checks them against the code
 AGENT_LINK_HOOKS = {"agent_link_codex.plugin": (
     "agent_link_before_send",
+    "agent_link_extend_tools",
     "agent_link_health",
     "agent_link_on_event",
     "agent_link_record_event",
@@ -19,6 +20,7 @@ AGENT_LINK_HOOKS = {"agent_link_codex.plugin": (
     "agent_link_resolve_address",
     "agent_link_schema",
     "agent_link_server_tasks",
+    "agent_link_tool_send",
 )}
 
 #: the settings each entry module registers, read without importing it (docs/plugins.md,

@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core.errors import AgentLinkError
-from agent_link_core.harness import Delivery, Harness, OutputBudget, SendOption, SessionListing
+from agent_link_core.harness import Delivery, Harness, OutputBudget, SessionListing
 from agent_link_core.model import Caller, Session
 from agent_link_core.store import Store, now_ms
-from agent_link_core.tools.schemas import PATH
 
 from agent_link_codex.endpoints import EndpointRegistry, explicit
 from agent_link_codex.proof import Prover
@@ -60,26 +59,6 @@ REMINDER_VIA = "codex-turn"
 REMINDER_SWEEP_S = 15.0
 
 
-#: The message_agent options a Codex thread understands (declared here, not in the core).
-SEND_OPTION_SPECS: tuple[SendOption, ...] = (
-    SendOption("mode", {"type": "string", "enum": ["auto", "start_turn", "steer_active"],
-                        "description": "How to deliver into a Codex thread: auto, start a turn, or steer the running one."}),
-    SendOption("resumeIfNeeded", {"type": "boolean", "description": "Resume an unloaded thread first (default true)."}),
-    SendOption("expectedTurnId", {"type": "string", "description": "Steer only if this turn is still the active one."}),
-    SendOption("model", {"type": "string", "description": "Model change request (subject to the override policy)."},
-               capability="turn_overrides"),
-    SendOption("effort", {"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh"],
-                          "description": "Reasoning effort change request (subject to the override policy)."},
-               capability="turn_overrides"),
-    SendOption("cwd", {**PATH, "description": "Working directory change request for the thread (absolute)."},
-               capability="turn_overrides"),
-    # deprecated (overrides.DEPRECATED): accepted with a deprecated_argument warning
-    SendOption("allowParallelTurn", {"type": "boolean", "description": "Deprecated and ignored (a warning says so)."}),
-    SendOption("allowTargetOverride", {"type": "boolean", "description": "Deprecated: still grants a model/effort/cwd change the "
-                                                                         "override policy refuses, with a warning."}),
-)
-
-
 class CodexHarness(Harness):
     """Codex threads as agent-link sessions. One instance per :class:`~agent_link_core.app.App`."""
 
@@ -97,21 +76,9 @@ class CodexHarness(Harness):
     # message formats this harness can put in front of a model besides agent-link's envelope
     envelope_formats = ("intercom-v2",)
     endpoint_registration: str | None = None
-    # Turn overrides (model, effort, cwd) are checked against the override policy before
-    # anything is stored (agent_link_codex.overrides) and carried by the delivering turn/start.
-    send_option_specs = SEND_OPTION_SPECS
     # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
     sender_options = SENDER_OPTIONS
-    send_result_fields = {"turnId": {"type": ["string", "null"]}, "threadId": {"type": "string"}, "switches": {"type": "array"},
-                          "switchReceipts": {"type": "array"},
-                          # the separate facts of a send (send_facets)
-                          "runtimeState": {"type": ["object", "null"]}, "archiveState": {"type": ["string", "null"]},
-                          "desktopVisibility": {"type": ["object", "null"]}, "peerMessage": {"type": ["object", "null"]},
-                          "turn": {"type": ["object", "null"]}}
     wait_result_fields = {"turn": {"type": ["object", "null"]}}
-    health_options = {"startAppServer": {"type": "boolean", "description": (
-        "true: connect to Codex (starting the private app-server if needed) so the prompt hook's trust can be read; "
-        "false: probe nothing, not even `codex --version`; absent: only the version probe.")}}
     # Measured on Codex 0.169.0: an MCP tool's output reaches the model as "Wall time: …\nOutput:\n"
     # plus structuredContent as JSON with indent 2; above about 12,000 characters Codex keeps the
     # head and tail and cuts the middle ("…N tokens truncated…"); 10,233 passed whole. A turn's

@@ -99,6 +99,24 @@ def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[st
     return check_send(message, context, app)
 
 
+@hookimpl
+def agent_link_extend_tools() -> dict[str, dict[str, Any]]:
+    """``message_agent`` takes the Codex send options and answers their result fields, ``agent_link_health``
+    takes ``startAppServer`` (:mod:`agent_link_codex.send_options`)."""
+    from agent_link_codex.send_options import EXTENSIONS
+
+    return EXTENSIONS
+
+
+@hookimpl(tryfirst=True)  # before a plugin that takes the send (waitForReply) and would skip this check
+def agent_link_tool_send(arguments: dict[str, Any], recipient: str) -> None:
+    """Codex send options aimed at a session that is no Codex thread are refused before anything is
+    stored (:func:`agent_link_codex.send_options.check_target`); the send itself is left to others."""
+    from agent_link_codex.send_options import check_target
+
+    check_target(arguments, recipient)
+
+
 SWITCH_NOTE = "codexSwitchEvents"
 
 

@@ -19,7 +19,8 @@ from agent_link_core.tools.schemas import AGENT_QUERY, ANY, BOOL, PATH, PATHS, P
 from agent_link_codex import rollouts
 from agent_link_codex.activity import thread_links
 from agent_link_codex.appserver import AppServerError
-from agent_link_codex.harness import SEND_OPTION_SPECS, CodexHarness
+from agent_link_codex.harness import CodexHarness
+from agent_link_codex.send_options import SEND_OPTIONS, SEND_RESULT_FIELDS
 from agent_link_codex.service import is_not_found
 from agent_link_codex.settings import codex_home
 from agent_link_codex.thread_reads import (
@@ -35,7 +36,7 @@ from agent_link_codex.thread_reads import (
 )
 
 #: the reasoning efforts Codex takes (the schema of the ``effort`` send option)
-EFFORT = {k: v for k, v in next(o.schema for o in SEND_OPTION_SPECS if o.name == "effort").items() if k != "description"}
+EFFORT = {k: v for k, v in SEND_OPTIONS["effort"].items() if k != "description"}
 THREAD_ID = {"type": "string", "minLength": 1, "maxLength": 140,
              "description": "A Codex thread id (or codex:<id>)."}
 SCOPE = {"type": "string", "enum": ["active", "archived", "all"]}
@@ -267,7 +268,6 @@ async def message_codex_thread(app: Any, args: dict[str, Any], call: ToolCall) -
 
 
 # registration --------------------------------------------------------------------------------
-SEND_OPTIONS = {option.name: option.schema for option in SEND_OPTION_SPECS}
 THREAD_LIST_RESULT = _fields("source", "archiveScope", "data", "complete", "nextCursor", "endpoints", "appServerError",
                              "listErrors", "codexHome", "scannedFiles", "hasMore", "filteredSourceKinds", "localSearchSupplement")
 
@@ -369,7 +369,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "recentItems": {"type": "integer", "minimum": 0, "maximum": 100, "description": "Deprecated and ignored (a warning says so)."},
             "messageId": core_tools.MESSAGE_ID,
         }, ("threadId", "message")),
-        output_fields={**core_tools.SEND_RESULT, "wait": {"type": "object"}, **CodexHarness.send_result_fields},
+        output_fields={**core_tools.SEND_RESULT, "wait": {"type": "object"}, **SEND_RESULT_FIELDS},
         handler=message_codex_thread, removed={"body": "message", "latestMessageId": "replyToMessageId"},
     ),
 )

@@ -262,6 +262,28 @@ async def test_message_agent_takes_overrides_for_codex_and_launch_records_the_la
         await app.aclose()
 
 
+async def test_codex_send_options_are_refused_for_another_hosts_session(make_app: Any, thread: Thread) -> None:
+    """The plugin adds the Codex send options to message_agent and startAppServer to health
+    (agent_link_extend_tools); aimed at a session that is no Codex thread they are refused before
+    anything is stored (agent_link_tool_send), also when another plugin takes the send (waitForReply)."""
+    from agent_link_core.tools.registry import run_tool
+
+    app = make_app()
+    try:
+        tools = app.hooks.tools()
+        assert {"mode", "model", "cwd", "allowTargetOverride"} <= set(tools["message_agent"].input_schema["properties"])
+        assert "startAppServer" in tools["agent_link_health"].input_schema["properties"]
+        for args, code in (({"mode": "auto", "model": "gpt-b", "cwd": "/w"}, "unsupported"), ({"mode": "auto", "waitForReply": True}, "invalid_arguments")):
+            out = await run_tool(app, tools["message_agent"], {"to": "team:bob", "message": "m", **args}, {})
+            assert out["error"]["code"] == code, out
+        assert out["error"]["details"]["errors"] == [{"path": "mode", "rule": "unsupported_for_target", "expected": "omit it for this target"}]
+        out = await run_tool(app, tools["message_agent"], {"to": "team:bob", "message": "m", "effort": "low", "model": "x"}, {})
+        assert out["error"]["details"] == {"capability": "turn_overrides", "arguments": ["model", "effort"]}
+        assert stored(app) == 0
+    finally:
+        await app.aclose()
+
+
 async def test_get_codex_thread_receipts_with_and_without_the_receipts_plugin(make_app: Any, thread: Thread) -> None:
     app = make_app(disabled="claude roles receipts")
     try:

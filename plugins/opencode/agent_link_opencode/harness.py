@@ -87,8 +87,6 @@ class OpencodeHarness(Harness):
     #: (agent_link_approvals.opencode_layers)
     env_variables = ("OPENCODE_CONFIG", "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME", "OPENCODE_CONFIG_DIR",
                      "OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION", "OPENCODE_DISABLE_PROJECT_CONFIG")
-    send_result_fields = {"opencodeUserMessageId": {
-        "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}
 
     def attach(self, app: Any) -> None:
         """Keep ``app``; start with no servers proven by callers and no sessions located."""

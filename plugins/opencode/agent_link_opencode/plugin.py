@@ -39,6 +39,15 @@ DISCOVER_SETTING = Setting(
 
 agent_link_register_settings = registers([SERVERS_SETTING, PASSWORD_SETTING, DISCOVER_SETTING])
 agent_link_schema = migrations("agent_link_opencode.schema:MIGRATIONS")
+
+
+@hookimpl
+def agent_link_extend_tools() -> dict[str, dict[str, Any]]:
+    """``message_agent``'s result field of a push into an opencode session (``Delivery.fields``)."""
+    return {"message_agent": {"output": {"opencodeUserMessageId": {
+        "type": "string", "description": "opencode's id of the user message that holds the pushed envelope"}}}}
+
+
 # `agent-link hook opencode MessagesTransform`: the mail note agent-link's opencode plugin adds
 # to a turn's model request (agent_link_opencode.hook)
 @hookimpl

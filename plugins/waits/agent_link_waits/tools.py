@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent_link_core.mailbox import new_message_id
-from agent_link_core.tools.core_tools import harness_declared, idempotency_key
+from agent_link_core.tools.core_tools import idempotency_key
 from agent_link_core.tools.registry import ToolCall, ToolSpec
 from agent_link_core.tools.schemas import AGENT_QUERY, BOOL, INT, NSTR, OBJ, POLL_MS, STR, TIMEOUT_MS, ULID, closed_object
 
@@ -56,8 +56,12 @@ WAIT_FOR_AGENT = ToolSpec(
 
 
 def tools(app: App | None) -> list[ToolSpec]:
-    """``wait_for_agent``, with the result fields the App's harnesses declare for it (``wait_result_fields``) first."""
-    fields = harness_declared(app, "wait_result_fields")
+    """``wait_for_agent``, with the result fields the App's harnesses declare for it (``wait_result_fields``) first, the
+    first harness (by name) declaring a name defining it."""
+    fields: dict[str, Any] = {}
+    for _, harness in sorted((app.harnesses if app is not None else {}).items()):
+        for name, schema in getattr(harness, "wait_result_fields", {}).items():
+            fields.setdefault(name, schema)
     return [replace(WAIT_FOR_AGENT, output_fields={**fields, **WAIT_FOR_AGENT.output_fields}) if fields else WAIT_FOR_AGENT]
 
 
