@@ -178,12 +178,10 @@ def _check_contributions(result: Any, plugin: str) -> str | None:
                                                   and isinstance(v.elements, (list, tuple)) for k, v in result.items()):
         return f"returned {type(result).__name__}; expected None or {{message id: EnvelopeContribution}} (attributes a dict, elements a list)"
     for added in result.values():
-        if any(key not in ("via", "procedure") or not isinstance(value, str) for key, value in added.attributes.items()):
-            return "returned an envelope attribute other than 'via' and 'procedure' (strings), the only ones rendered"
-        if any(not isinstance(e, str) or not e.startswith("<") or "agent-link-message" in e for e in added.elements):
-            return "returned an envelope element that is not one element rendered with envelope.render_element"
-        size = sum(len(e) for e in added.elements) + sum(len(v) for v in added.attributes.values())
-        if size > MAX_CONTRIBUTION_CHARS:  # rendered in every envelope of the message: it must stay small
+        if any(key not in ("via", "procedure") or not isinstance(value, str) for key, value in added.attributes.items()) or any(
+                not isinstance(e, str) or not e.startswith("<") or "agent-link-message" in e for e in added.elements):
+            return "returned envelope attributes other than 'via' and 'procedure' (strings), or elements not made with envelope.render_element"
+        if (size := sum(len(e) for e in added.elements) + sum(len(v) for v in added.attributes.values())) > MAX_CONTRIBUTION_CHARS:
             return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
     return None
 

@@ -6,7 +6,7 @@
 * every list (inbox, inbox --all; the conversations and web plugins' lists: their tests) runs as
   many SQL statements for many messages as for a few;
 * escaping skips only text it would leave as it is;
-* the envelope hook, called per message without pluggy's machinery, gives the contributions
+* the envelope hook, called once per read without pluggy's machinery, gives the contributions
   in pluggy's order (and goes through pluggy when a wrapper is registered).
 """
 
