@@ -322,8 +322,8 @@ def bench_insert_with_index(tmp: Path) -> None:
 
 def bench_boundary(tmp: Path) -> None:
     """One hook call with one plugin implementation through the boundary's guard (inline,
-    timed, bounded; what a read pays per message, issue 32) against the same implementation
-    called through a bare pluggy manager, alternating rounds."""
+    timed, bounded; what a read pays per plugin of the envelope hook, issue 32) against the
+    same implementation called through a bare pluggy manager, alternating rounds."""
     import pluggy
 
     from agent_link_core import hookimpl, hookspecs
