@@ -171,22 +171,18 @@ def _check_resolution(result: Any, plugin: str) -> str | None:
     return None
 
 
-def _check_contribution(result: Any, plugin: str) -> str | None:
+def _check_contributions(result: Any, plugin: str) -> str | None:
     from agent_link_core.records import EnvelopeContribution
 
-    if not isinstance(result, EnvelopeContribution):
-        return f"returned {type(result).__name__}; expected None or an EnvelopeContribution"
-    if not isinstance(result.attributes, Mapping) or not isinstance(result.elements, (list, tuple)):
-        return "returned an EnvelopeContribution whose attributes are not a dict or whose elements are not a list"
-    for key, value in result.attributes.items():
-        if key not in ("via", "procedure") or not isinstance(value, str):
-            return f"returned envelope attribute {key!r}; only 'via' and 'procedure' (strings) are rendered"
-    for element in result.elements:
-        if not isinstance(element, str) or not element.startswith("<") or "agent-link-message" in element:
-            return "returned an envelope element that is not one element rendered with envelope.render_element"
-    size = sum(len(e) for e in result.elements) + sum(len(v) for v in result.attributes.values())
-    if size > MAX_CONTRIBUTION_CHARS:  # rendered once per message on every read: it must stay small
-        return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
+    if not isinstance(result, Mapping) or not all(isinstance(k, str) and isinstance(v, EnvelopeContribution) and isinstance(v.attributes, Mapping)
+                                                  and isinstance(v.elements, (list, tuple)) for k, v in result.items()):
+        return f"returned {type(result).__name__}; expected None or {{message id: EnvelopeContribution}} (attributes a dict, elements a list)"
+    for added in result.values():
+        if any(key not in ("via", "procedure") or not isinstance(value, str) for key, value in added.attributes.items()) or any(
+                not isinstance(e, str) or not e.startswith("<") or "agent-link-message" in e for e in added.elements):
+            return "returned envelope attributes other than 'via' and 'procedure' (strings), or elements not made with envelope.render_element"
+        if (size := sum(len(e) for e in added.elements) + sum(len(v) for v in added.attributes.values())) > MAX_CONTRIBUTION_CHARS:
+            return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
     return None
 
 
@@ -229,7 +225,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
                                             "expected None or {'metadata': dict, 'session'?: dict}"),
     "agent_link_before_send": expect(_warnings, "expected None or a list of warnings {'code': str, 'message': str}"),
     "agent_link_before_store": expect(_str, "expected None or a stored message's id"),
-    "agent_link_render_envelope": _check_contribution,
+    "agent_link_render_envelopes": _check_contributions,
     "agent_link_health": _check_health,
     **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read", "agent_link_app_opened"),
                     expect(lambda r: False, "observers return nothing")),

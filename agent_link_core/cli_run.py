@@ -334,12 +334,12 @@ def print_messages(app: App, views: list[dict[str, Any]], show_envelope: bool) -
     from agent_link_core.cli_text import message_lines
 
     rows = {row["id"]: row for row in app.mailbox.rows([view["id"] for view in views])}  # one query, not one per message
+    fresh = app.mailbox.envelopes([rows[view["id"]] for view in views if show_envelope and not view.get("envelope")])
     for view in views:
-        row = rows[view["id"]]
         if show_envelope:  # the one the read rendered (conversation, wait), else rendered now
-            echo(view.get("envelope") or app.mailbox.envelope(row))
+            echo(view.get("envelope") or next(fresh))
         else:
-            echo("\n".join(message_lines(view, row["body"])))
+            echo("\n".join(message_lines(view, rows[view["id"]]["body"])))
 
 
 def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:

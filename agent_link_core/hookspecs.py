@@ -156,14 +156,14 @@ def agent_link_before_store(message: OutgoingMessage, context: SendContext, conn
 
 
 @hookspec
-def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
-    """Contribute envelope attributes and elements for a stored message. Called every time a message is put in an
-    envelope (push, inbox, wait): once per message of a read, once per page of a paged message.
+def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dict[str, EnvelopeContribution] | None:
+    """Contribute envelope attributes and elements for stored messages. Called each time messages are put in envelopes
+    (push, inbox, wait, listings), once for all the messages of that read; a paged message once per page.
 
-    :param message: the stored message as a dict (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), as the read found it.
+    :param messages: the stored messages as dicts (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), in order.
     :param app: the App.
-    :returns: an :class:`~agent_link_core.records.EnvelopeContribution` (of ``attributes`` only ``via`` and ``procedure``
-        are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`), or None.
+    :returns: ``{message id: EnvelopeContribution}`` for the messages it adds to (of ``attributes`` only ``via`` and
+        ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`), or None.
     """
 
 

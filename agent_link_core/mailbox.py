@@ -391,24 +391,26 @@ class Mailbox:
         metas = [None] * len(rows) if metas is None else metas
         return [self.to_view(row, state, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
 
-    def envelope(self, row: sqlite3.Row, message: dict[str, Any] | None = None) -> str:
-        """Render the ``<agent-link-message>`` envelope for a stored message (``message``: its :meth:`row_dict`, if made)."""
-        message = self.row_dict(row) if message is None and self.hooks is not None else message
-        meta = message["metadata"] if message is not None else loads(row["metadata"] or "{}")
-        # read before the hooks see it: what a plugin does to the metadata stays its own
-        verified, meta_via = bool(meta.get("sender", {}).get("verified")), meta.get("via")
-        attributes: dict[str, str] = {}
-        elements: list[str] = []
-        if message is not None and self.hooks is not None:
-            for contribution in self.hooks.call("agent_link_render_envelope", message=message):
-                attributes.update(contribution.attributes)
-                elements.extend(contribution.elements)
-        msg = EnvelopeMessage(
-            id=row["id"], from_address=row["from_addr"], from_verified=verified, to_address=row["recipient"],
-            sent_at_ms=row["sent_at"], anticipation=row["anticipation"], body=row["body"], reply_by_ms=row["reply_by"],
-            in_reply_to=row["reply_to"], via=attributes.get("via") or meta_via, procedure=attributes.get("procedure"),
-        )
-        return render_envelope(msg, elements=elements)
+    def envelope(self, row: sqlite3.Row) -> str:
+        """Render the ``<agent-link-message>`` envelope for a stored message."""
+        return next(self.envelopes([row]))
+
+    def envelopes(self, rows: Sequence[sqlite3.Row], messages: Sequence[dict[str, Any]] | None = None) -> Iterator[str]:
+        """The envelopes of stored messages, in order, each rendered when taken; the plugins asked once, for all
+        (``agent_link_render_envelopes``). ``messages``: the rows' :meth:`row_dict`, if made."""
+        messages = messages or [self.row_dict(row) for row in rows]
+        # read before the hooks see them: what a plugin does to the metadata stays its own
+        facts = [(bool(m["metadata"].get("sender", {}).get("verified")), m["metadata"].get("via")) for m in messages]
+        answers = self.hooks.call("agent_link_render_envelopes", messages=messages) if self.hooks is not None and rows else []
+        for row, (verified, meta_via) in zip(rows, facts, strict=True):
+            added = [answer[row["id"]] for answer in answers if row["id"] in answer]
+            attributes = {key: value for contribution in added for key, value in contribution.attributes.items()}
+            msg = EnvelopeMessage(
+                id=row["id"], from_address=row["from_addr"], from_verified=verified, to_address=row["recipient"],
+                sent_at_ms=row["sent_at"], anticipation=row["anticipation"], body=row["body"], reply_by_ms=row["reply_by"],
+                in_reply_to=row["reply_to"], via=attributes.get("via") or meta_via, procedure=attributes.get("procedure"),
+            )
+            yield render_envelope(msg, elements=[element for contribution in added for element in contribution.elements])
 
     @staticmethod
     def row_dict(row: sqlite3.Row) -> dict[str, Any]:
@@ -432,7 +434,7 @@ class Mailbox:
             params += [cursor["sent_at"], cursor["sent_at"], cursor["id"]]
         rows = self.store.conn.execute(f"SELECT * FROM messages WHERE {clause} ORDER BY sent_at DESC, id DESC LIMIT ?",
                                        (*params, limit)).fetchall()
-        return [{**view, "envelope": self.envelope(row)} for row, view in zip(rows, self.to_views(rows), strict=True)]
+        return [{**view, "envelope": envelope} for view, envelope in zip(self.to_views(rows), self.envelopes(rows), strict=True)]
 
     def has_event(self, message_id: str, kind: str) -> bool:
         """Whether the message's event log holds an event of ``kind``."""

@@ -65,10 +65,10 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
     messages = [app.mailbox.row_dict(row) for row in rows]  # each row's metadata decoded once, for its view and its envelope
     views = _views(app, rows, [m["metadata"] for m in messages])
     envelopes: list[str] = []
+    making = app.mailbox.envelopes(rows, messages)
 
     def rendered(upto: int) -> list[str]:  # the envelopes, the first `upto` made: each once, only as far as needed
-        for k in range(len(envelopes), upto):
-            envelopes.append(app.mailbox.envelope(rows[k], messages[k]))
+        envelopes.extend(next(making) for _ in range(len(envelopes), upto))
         return envelopes
 
     def unmarked(n: int) -> dict[str, Any]:  # the result holding the first n messages

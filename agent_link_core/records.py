@@ -64,7 +64,7 @@ class SendContext(Struct):
 
 
 class EnvelopeContribution(Struct):
-    """What ``agent_link_render_envelope`` adds: ``via``/``procedure`` attributes, elements."""
+    """What ``agent_link_render_envelopes`` adds to one message: ``via``/``procedure`` attributes, elements."""
 
     attributes: dict[str, str] = field(default_factory=dict)
     elements: list[str] = field(default_factory=list)

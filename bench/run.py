@@ -322,8 +322,8 @@ def bench_insert_with_index(tmp: Path) -> None:
 
 def bench_boundary(tmp: Path) -> None:
     """One hook call with one plugin implementation through the boundary's guard (inline,
-    timed, bounded; what a read pays per message, issue 32) against the same implementation
-    called through a bare pluggy manager, alternating rounds."""
+    timed, bounded; what a read pays per plugin of the envelope hook, issue 32) against the
+    same implementation called through a bare pluggy manager, alternating rounds."""
     import pluggy
 
     from agent_link_core import hookimpl, hookspecs
@@ -332,7 +332,7 @@ def bench_boundary(tmp: Path) -> None:
 
     class Plugin:
         @hookimpl
-        def agent_link_render_envelope(self, message: Any) -> None:
+        def agent_link_render_envelopes(self, messages: Any) -> None:
             return None
 
     os.environ["AGENT_LINK_STATE_DIR"] = str(tmp / "boundary")
@@ -346,11 +346,11 @@ def bench_boundary(tmp: Path) -> None:
     for _ in range(5):
         start = time.perf_counter()
         for _ in range(n):
-            app.hooks.call("agent_link_render_envelope", message=message)
+            app.hooks.call("agent_link_render_envelopes", messages=[message])
         guarded.append((time.perf_counter() - start) * 1e6 / n)
         start = time.perf_counter()
         for _ in range(n):
-            bare.hook.agent_link_render_envelope(message=message, app=app)
+            bare.hook.agent_link_render_envelopes(messages=[message], app=app)
         plain.append((time.perf_counter() - start) * 1e6 / n)
     app.close()
     line("hook call through the boundary (1 impl)", statistics.median(guarded), "us", "bare pluggy",

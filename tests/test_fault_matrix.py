@@ -194,8 +194,8 @@ def agent_link_on_event(event):
 
 
 @hookimpl
-def agent_link_render_envelope(message):
-    huge = lambda: EnvelopeContribution({}, [render_element("faulty-note", [], "x" * BIG)])
+def agent_link_render_envelopes(messages):
+    huge = lambda: {m["id"]: EnvelopeContribution({}, [render_element("faulty-note", [], "x" * BIG)]) for m in messages}
     return act("envelope", None, wrong="<b>bold</b>", huge=huge)
 
 

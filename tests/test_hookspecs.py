@@ -150,10 +150,9 @@ class Recorder:
         return None
 
     @hookimpl
-    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
-        if message["metadata"].get("roleName"):
-            return EnvelopeContribution({"procedure": "lead@2"}, [render_element("procedure", [("name", "lead"), ("version", "2")], "Do <this>.")])
-        return None
+    def agent_link_render_envelopes(self, messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution]:
+        return {m["id"]: EnvelopeContribution({"procedure": "lead@2"}, [render_element("procedure", [("name", "lead"), ("version", "2")], "Do <this>.")])
+                for m in messages if m["metadata"].get("roleName")}
 
     @hookimpl
     def agent_link_on_event(self, event: Any) -> None:

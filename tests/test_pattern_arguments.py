@@ -37,3 +37,21 @@ def test_a_trailing_line_break_fails_the_pattern(tool: str, argument: str, good:
         assert [(e["path"], e["rule"]) for e in caught.value.details["errors"]] == [(argument, "pattern")]
     finally:
         app.close()
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "items": {"type": "object"}}, {"type": "array", "items": {"type": ["string", "null"]}},
+    {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}},
+    {"type": "array", "items": {"type": "string", "minLength": 1}}, {"type": "array", "items": False}, {"items": {"type": "integer"}},
+])
+@pytest.mark.parametrize("instance", [[], [{}, {}], [{}, 1, "x"], ["a", None], ["a", 1, 2], ["a", "b"], [""], "not a list", [True]])
+def test_items_of_one_type_are_checked_as_draft_2020_12_checks_them(schema: dict, instance: object) -> None:
+    """The tool layer checks items that need only a type without a descent into each (a read's messages): the same errors."""
+    from jsonschema import Draft202012Validator
+
+    from agent_link_core.tools.registry import _validator_class
+
+    def errors(validator: Draft202012Validator) -> list[tuple[list[object], str, str]]:
+        return sorted((list(e.absolute_path), str(e.validator), e.message) for e in validator.iter_errors(instance))
+
+    assert errors(_validator_class()(schema)) == errors(Draft202012Validator(schema))

@@ -140,8 +140,8 @@ class Good:
         return [{"code": "good_seen", "message": "checked by good"}]
 
     @hookimpl
-    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
-        return EnvelopeContribution({}, [render_element("good-note", [], "checked")]) if message["metadata"].get("good") else None
+    def agent_link_render_envelopes(self, messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution]:
+        return {m["id"]: EnvelopeContribution({}, [render_element("good-note", [], "checked")]) for m in messages if m["metadata"].get("good")}
 
     @hookimpl
     def agent_link_on_event(self, event: Any) -> None:
@@ -252,7 +252,7 @@ def bad_plugin(hook: str, fault: str, gate: Gate) -> object:
         "agent_link_schema": lambda self: m("not migrations"),
         "agent_link_resolve_address": lambda self, address, caller_address: m("good:one"),
         "agent_link_before_send": lambda self, message, context: m("a warning?"),
-        "agent_link_render_envelope": lambda self, message: m("<b>bold</b>"),
+        "agent_link_render_envelopes": lambda self, messages: m("<b>bold</b>"),
         "agent_link_on_event": lambda self, event: m(42),
         "agent_link_health": lambda self: m("all fine, honest"),
         "agent_link_judge_change": lambda self, target, sender, setting, value, context: m("yes"),
@@ -322,7 +322,7 @@ class BadHarnessPlugin:
 HOOKS = [
     "agent_link_register_harnesses", "agent_link_register_tools", "agent_link_register_settings",
     "agent_link_register_commands", "agent_link_schema", "agent_link_resolve_address", "agent_link_before_send",
-    "agent_link_render_envelope", "agent_link_on_event", "agent_link_health", "agent_link_judge_change",
+    "agent_link_render_envelopes", "agent_link_on_event", "agent_link_health", "agent_link_judge_change",
     "agent_link_register_prompt_hooks", "agent_link_register_sections",
     "agent_link_server_tasks", "agent_link_present_sessions", "agent_link_inbox_read", "agent_link_check_recipient",
     "agent_link_suggest_addresses", "agent_link_held_messages", "agent_link_app_opened",
@@ -605,7 +605,7 @@ async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: G
     import subprocess
     import sys
 
-    app, good = make_app(bad_plugin("agent_link_render_envelope", "raise", gate), monkeypatch, "raise")
+    app, good = make_app(bad_plugin("agent_link_render_envelopes", "raise", gate), monkeypatch, "raise")
     try:
         await assert_core_serves(app, good)
     finally:
@@ -617,11 +617,11 @@ async def test_a_fault_inside_one_process_shows_in_the_health_of_another(gate: G
                 "sys.argv = ['agent-link', 'health']; main()")
     out = subprocess.run([sys.executable, "-c", with_bad], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr  # a problem: health is not ok
-    assert "BROKEN plugin bad: agent_link_render_envelope" in out.stdout and "(in 1 other process" in out.stdout
+    assert "BROKEN plugin bad: agent_link_render_envelopes" in out.stdout and "(in 1 other process" in out.stdout
     assert "AGENT_LINK_DISABLE_PLUGINS=bad" in out.stdout
     without = subprocess.run([sys.executable, "-m", "agent_link_core", "health"], capture_output=True, text=True, timeout=120)
     assert without.returncode == 0, without.stderr
-    assert "agent_link_render_envelope" not in without.stdout
+    assert "agent_link_render_envelopes" not in without.stdout
 
 
 @pytest.mark.anyio
@@ -785,7 +785,7 @@ def test_a_nested_plugin_call_that_faults_hands_its_time_to_the_outer_call_once(
             clock[0] += 5
             raise RuntimeError("bad hook")
 
-        assert guard.call("bad", "agent_link_render_envelope", failing, default="fallback") == "fallback"
+        assert guard.call("bad", "agent_link_render_envelopes", failing, default="fallback") == "fallback"
         assert boundary._frames == [outer]
         assert outer.deadline == 1000.0 + 60 + 5
     finally:

@@ -1,11 +1,12 @@
 """Reads cost in proportion to what they return (issue 32).
 
-* an inbox read renders each message's envelope once (counted through the envelope hook; a read
-  cut by the budgets plugin: plugins/budgets/tests/test_budget_read_path.py);
+* an inbox read renders each message's envelope once, the envelope hook asked once for all its
+  messages (a read cut by the budgets plugin: plugins/budgets/tests/test_budget_read_path.py);
+  an answer of that hook with one refused contribution leaves out that plugin's only;
 * every list (inbox, inbox --all; the conversations and web plugins' lists: their tests) runs as
   many SQL statements for many messages as for a few;
 * escaping skips only text it would leave as it is;
-* the envelope hook, called per message without pluggy's machinery, gives the contributions
+* the envelope hook, called once per read without pluggy's machinery, gives the contributions
   in pluggy's order (and goes through pluggy when a wrapper is registered).
 """
 
@@ -60,7 +61,7 @@ def test_a_read_renders_each_envelope_once(app: App, counting: Counting) -> None
     ids = store(app, 20)
     out = reading.inbox(app, ME, limit=20, mark=True, include_open=True)
     assert out["markedDelivered"] == ids
-    assert counting.calls == Counter({i: 1 for i in ids})
+    assert counting.calls == Counter({i: 1 for i in ids}) and counting.batches == 1
 
 
 class Statements:
@@ -195,11 +196,11 @@ def contributing(name: str, *, tryfirst: bool = False) -> object:
 
     class Via:
         @hookimpl(tryfirst=tryfirst)
-        def agent_link_render_envelope(self, message: dict[str, Any], app: App) -> EnvelopeContribution:
+        def agent_link_render_envelopes(self, messages: list[dict[str, Any]], app: App) -> dict[str, EnvelopeContribution]:
             from agent_link_core.envelope import render_element
 
-            assert app is not None and message["id"]
-            return EnvelopeContribution({"via": f"role:{name}"}, [render_element("note", [("by", name)])])
+            assert app is not None
+            return {m["id"]: EnvelopeContribution({"via": f"role:{name}"}, [render_element("note", [("by", name)])]) for m in messages}
 
     return Via()
 
@@ -211,7 +212,45 @@ def test_envelope_contributions_come_in_pluggy_s_order() -> None:
     try:
         [message_id] = store(application, 1)
         message = application.mailbox.row_dict(application.mailbox.require(message_id))
-        direct = application.hooks.call("agent_link_render_envelope", message=message)
-        assert [c.attributes["via"] for c in direct] == ["role:eager", "role:second", "role:first"]
+        direct = application.hooks.call("agent_link_render_envelopes", messages=[message])
+        assert [c[message_id].attributes["via"] for c in direct] == ["role:eager", "role:second", "role:first"]
+    finally:
+        application.close()
+
+
+class Refused:
+    """Answers well for every message but the last, whose contribution has an attribute no envelope renders, and for
+    a message outside the read."""
+
+    @hookimpl
+    def agent_link_render_envelopes(self, messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution]:
+        from agent_link_core.envelope import render_element
+
+        added = {m["id"]: EnvelopeContribution({}, [render_element("refused", [])]) for m in messages}
+        return {**added, messages[-1]["id"]: EnvelopeContribution({"colour": "red"}), "01ARZ3NDEKTSV4RRFFQ69G5FAV": added[messages[0]["id"]]}
+
+
+class Foreign:
+    """Answers only for a message outside the read."""
+
+    @hookimpl
+    def agent_link_render_envelopes(self) -> dict[str, EnvelopeContribution]:
+        from agent_link_core.envelope import render_element
+
+        return {"01ARZ3NDEKTSV4RRFFQ69G5FAV": EnvelopeContribution({}, [render_element("foreign", [])])}
+
+
+def test_a_refused_envelope_answer_leaves_out_that_plugin_s_contributions_to_the_read_only() -> None:
+    application = App.create(extra_plugins=(("refused", Refused()), ("foreign", Foreign()), contributing("good")))
+    try:
+        ids = store(application, 3)
+        out = reading.inbox(application, ME, limit=10, mark=False, include_open=True)
+        envelopes = out["renderedBlock"].split("\n</agent-link-message>")[:-1]
+        assert len(envelopes) == 3 and [m["id"] for m in out["messages"]] == ids
+        assert all('via="role:good"' in e and '<note by="good" />' in e for e in envelopes)
+        assert "<refused" not in out["renderedBlock"] and "<foreign" not in out["renderedBlock"]
+        [problem] = [p for p in application.hooks.problems() if p["plugin"] == "refused"]
+        assert problem["hook"] == "agent_link_render_envelopes" and "'via' and 'procedure'" in problem["error"]
+        assert not [p for p in application.hooks.problems() if p["plugin"] in ("foreign", "good")]
     finally:
         application.close()

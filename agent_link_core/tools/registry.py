@@ -96,26 +96,28 @@ class ToolSpec:
     @cached_property
     def result_validator(self) -> Draft202012Validator:
         """The validator of :func:`output_schema` (:func:`call_tool`)."""
-        from jsonschema import validators
-
-        # a tuple is sent as a JSON array (a result the visible rule leaves as it is keeps its tuples)
-        base = _validator_class()
-        checker = base.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
-        return validators.extend(base, type_checker=checker)(output_schema(self))
+        return _validator_class()(output_schema(self))
 
 
 @lru_cache(maxsize=1)
 def _validator_class() -> Any:
     """Draft 2020-12 with ``pattern`` read as JSON Schema defines it, an ECMA-262 regular expression, whose ``$`` (no
     multiline flag) matches only at the end of the string; Python's ``$`` also matches before a final line break, so
-    ``"all\\n"`` passed ``^(all|...)$``."""
+    ``"all\\n"`` passed ``^(all|...)$``. Items needing only a type (a read's messages) are checked without a descent into each;
+    a tuple is a JSON array (sent as one: a result the visible rule leaves as it is keeps its tuples)."""
     from jsonschema import Draft202012Validator, ValidationError, validators
 
     def pattern(validator: Any, regex: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
         if validator.is_type(instance, "string") and not ecma_regex(regex).search(instance):
             yield ValidationError(f"{instance!r} does not match {regex!r}")
 
-    return validators.extend(Draft202012Validator, {"pattern": pattern})
+    def items(validator: Any, items: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        if not (isinstance(items, dict) and items.keys() == {"type"} and isinstance(items["type"], str) and "prefixItems" not in schema
+                and validator.is_type(instance, "array") and all(validator.is_type(item, items["type"]) for item in instance)):
+            yield from Draft202012Validator.VALIDATORS["items"](validator, items, instance, schema)
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("array", lambda _, value: isinstance(value, (list, tuple)))
+    return validators.extend(Draft202012Validator, {"pattern": pattern, "items": items}, type_checker=checker)
 
 
 @lru_cache(maxsize=512)

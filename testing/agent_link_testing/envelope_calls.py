@@ -1,6 +1,6 @@
-"""Two callers of one team and a plugin counting the envelope hook's calls: what the tests of
-a read (the core's inbox read, a budgeted read, a conversation read) use to see that each
-message's envelope is rendered once per read."""
+"""Two callers of one team and a plugin counting what the envelope hook is asked: what the tests
+of a read (the core's inbox read, a budgeted read, a conversation read) use to see that the
+plugins are asked about each message once per read, in one call."""
 
 from __future__ import annotations
 
@@ -16,12 +16,15 @@ PEER = Caller("team:peer", "explicit", "team")
 
 
 class Counting:
-    """Counts the envelope hook's calls per message id (``calls``: id -> count)."""
+    """Counts how often the envelope hook is asked about each message (``calls``: id -> count) and how often it is
+    called (``batches``)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self.batches = 0
 
     @hookimpl
-    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
-        self.calls[message["id"]] += 1
+    def agent_link_render_envelopes(self, messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+        self.calls.update(m["id"] for m in messages)
+        self.batches += 1
         return None

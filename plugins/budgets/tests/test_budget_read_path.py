@@ -1,7 +1,7 @@
 """A budgeted read costs in proportion to what it returns (issue 32; the core's side: tests/test_read_path.py):
 
-* a read cut by the budget renders at most one envelope it does not return, a paged read its envelope once per page
-  (counted through the envelope hook);
+* a read cut by the budget renders at most one envelope it does not return (the envelope hook is asked about each
+  message once, in one call), a paged read its envelope once per page (counted through the envelope hook);
 * :func:`agent_link_budgets.fit.prefix_bytes` gives exactly the size ``result_bytes`` measures for every prefix of a
   read, for each JSON layout a host may declare.
 """
@@ -49,12 +49,19 @@ def store(app: App, n: int, body: str = "hello", anticipation: str = "reply") ->
     return ids
 
 
-def test_a_read_cut_by_the_budget_renders_one_envelope_more_than_it_returns(app: App, counting: Counting, read: Any) -> None:
+def test_a_read_cut_by_the_budget_renders_one_envelope_more_than_it_returns(app: App, counting: Counting, read: Any,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_link_core import mailbox
+
+    rendered: list[str] = []
+    render = mailbox.render_envelope
+    monkeypatch.setattr(mailbox, "render_envelope", lambda msg, **kw: rendered.append(msg.id) or render(msg, **kw))
     ids = store(app, 20, body="x" * 600)
     out = read(app, ME, OutputBudget(6_000, json_indent=2), limit=20, mark=False, include_open=True)
     shown = [m["id"] for m in out["messages"]]
     assert 1 <= len(shown) < 20 and out["remainingCount"] == 20
-    assert counting.calls == Counter({i: 1 for i in ids[: len(shown) + 1]})
+    assert rendered == ids[: len(shown) + 1]
+    assert counting.calls == Counter({i: 1 for i in ids}) and counting.batches == 1
 
 
 def test_a_paged_read_renders_its_envelope_once_per_page(app: App, counting: Counting, read: Any) -> None:

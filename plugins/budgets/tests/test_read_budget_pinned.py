@@ -176,9 +176,9 @@ class Stamp:
         register(BudgetHost())
 
     @hookimpl
-    def agent_link_render_envelope(self, message: dict[str, Any]) -> EnvelopeContribution | None:
-        stamp = message["metadata"].get("stamp")
-        return EnvelopeContribution(elements=[render_element("stamp", [("n", str(stamp))], "stamped " * 3)]) if stamp else None
+    def agent_link_render_envelopes(self, messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution]:
+        return {m["id"]: EnvelopeContribution(elements=[render_element("stamp", [("n", str(stamp))], "stamped " * 3)])
+                for m in messages if (stamp := m["metadata"].get("stamp"))}
 
 
 BODIES = {

@@ -95,10 +95,11 @@ def conversation(mailbox: Mailbox, visibility: Visibility, message_id: str, *, e
     rows = rows[:MAX_MESSAGES]
     shown = [r for r in rows if visibility.allows(r)]
     messages = mailbox.to_views(shown)
-    for r, view in zip(shown, messages, strict=True):
+    for view in messages:
         view.pop("bodyBytes", None)
-        if envelopes:
-            view["envelope"] = mailbox.envelope(r)
+    if envelopes:
+        for view, envelope in zip(messages, mailbox.envelopes(shown), strict=True):
+            view["envelope"] = envelope
     return {"messageId": row["id"], "rootId": root, "messages": messages, "hiddenCount": len(rows) - len(shown),
             "truncated": truncated}
 

@@ -59,6 +59,6 @@ def inspect(
     ).fetchall()
     messages = app.mailbox.to_views(rows)
     if include_bodies:
-        for row, view in zip(rows, messages, strict=True):
-            view["envelope"] = app.mailbox.envelope(row)
+        for view, envelope in zip(messages, app.mailbox.envelopes(rows), strict=True):
+            view["envelope"] = envelope
     return {"scope": scope, "callerAddress": caller.address if caller.known else None, "messages": messages}

@@ -117,4 +117,4 @@ def test_the_cli_prints_a_conversation_s_envelopes_rendering_each_once(monkeypat
     shown = CliRunner().invoke(cli_mod.build_cli(), args, env=named_address_env(args), catch_exceptions=False)
     assert shown.exit_code == 0, shown.output
     assert shown.output.count("<agent-link-message ") == 9
-    assert counting.calls == Counter({i: 1 for i in ids})
+    assert counting.calls == Counter({i: 1 for i in ids}) and counting.batches == 1

@@ -15,7 +15,7 @@ AGENT_LINK_HOOKS = {"agent_link_forks.plugin": (
     "agent_link_register_legacy_importers",
     "agent_link_register_settings",
     "agent_link_register_tools",
-    "agent_link_render_envelope",
+    "agent_link_render_envelopes",
     "agent_link_schema",
     "agent_link_server_tasks",
 )}

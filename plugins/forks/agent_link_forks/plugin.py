@@ -56,16 +56,20 @@ def agent_link_schema() -> list[Migration]:
 
 
 @hookimpl
-def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution | None:
-    """``<fork thread="codex:<id>" model=… effort=… status=…/>`` on a reconcile message."""
-    fork = message["metadata"].get("fork")
-    if not isinstance(fork, dict) or not str(fork.get("thread") or "").startswith("codex:"):
+def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+    """``<fork thread="codex:<id>" model=… effort=… status=…/>`` on each reconcile message."""
+    forks = {m["id"]: fork for m in messages
+             if isinstance(fork := m["metadata"].get("fork"), dict) and str(fork.get("thread") or "").startswith("codex:")}
+    if not forks:
         return None
     from agent_link_core.envelope import render_element
     from agent_link_core.records import EnvelopeContribution
 
-    attrs = [(name, fork.get(name) if isinstance(fork.get(name), str) else None) for name in ("thread", "model", "effort", "status")]
-    return EnvelopeContribution(elements=[render_element("fork", attrs)])
+    added = {}
+    for mid, fork in forks.items():
+        attrs = [(name, fork.get(name) if isinstance(fork.get(name), str) else None) for name in ("thread", "model", "effort", "status")]
+        added[mid] = EnvelopeContribution(elements=[render_element("fork", attrs)])
+    return added
 
 
 @hookimpl

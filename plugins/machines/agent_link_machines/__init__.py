@@ -10,7 +10,7 @@ AGENT_LINK_HOOKS = {"agent_link_machines.plugin": (
     "agent_link_register_commands",
     "agent_link_register_harnesses",
     "agent_link_register_settings",
-    "agent_link_render_envelope",
+    "agent_link_render_envelopes",
     "agent_link_resolve_address",
     "agent_link_resolve_elsewhere",
     "agent_link_schema",

@@ -20,7 +20,7 @@ set, the hooks only touch the local database and the relay's files (no network):
 * ``agent_link_before_send`` warns, send by send, while ``AGENT_LINK_MACHINE`` is not a
   machine name (the mail stays here meanwhile), and of a plain address served on several
   machines (which one gets the message);
-* ``agent_link_render_envelope`` names the machine a message came from;
+* ``agent_link_render_envelopes`` names the machine a message came from;
 * ``agent_link_health`` shows the link;
 * ``agent_link_server_tasks``: every MCP server keeps one relay running for its state dir
   (:mod:`.autostart`), unless ``AGENT_LINK_MACHINES_AUTOSTART`` is off; ``agent_link_on_event``
@@ -325,15 +325,15 @@ def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | Non
 
 
 @hookimpl
-def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
-    origin = ((message.get("metadata") or {}).get("machines") or {}).get("origin")
-    if not origin:
+def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+    origins = {m["id"]: origin for m in messages if (origin := ((m.get("metadata") or {}).get("machines") or {}).get("origin"))}
+    if not origins:
         return None
     from agent_link_core.envelope import render_element
     from agent_link_core.records import EnvelopeContribution
 
     # fromVerified is what the sending machine attested; this says which machine that was
-    return EnvelopeContribution(elements=[render_element("machine", [("from", str(origin))])])
+    return {mid: EnvelopeContribution(elements=[render_element("machine", [("from", str(origin))])]) for mid, origin in origins.items()}
 
 
 @hookimpl

@@ -24,7 +24,7 @@ AGENT_LINK_HOOKS = {"agent_link_roles.plugin": (
     "agent_link_register_panels",
     "agent_link_register_settings",
     "agent_link_register_tools",
-    "agent_link_render_envelope",
+    "agent_link_render_envelopes",
     "agent_link_resolve_address",
     "agent_link_schema",
     "agent_link_session_roles",

@@ -11,7 +11,7 @@ Hooks:
   that machine attaches its own (:func:`agent_link_roles.api.attach_arrived_procedure`);
 * ``agent_link_on_event``: on ``sent``, claims the procedure text for the holder when this
   is the first message of that version to it (and completes ``roleProcedure.textIncluded``);
-* ``agent_link_render_envelope``: ``via``, ``procedure="<name>@<version>"`` and, on that first
+* ``agent_link_render_envelopes``: ``via``, ``procedure="<name>@<version>"`` and, on that first
   message, a ``<procedure>`` element with the text;
 * ``agent_link_check_override``: the override policy;
 * ``agent_link_session_roles``: the roles each session holds, for list_agents / resolve_agent;
@@ -121,10 +121,15 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 
 @hookimpl
-def agent_link_render_envelope(message: dict[str, Any], app: App) -> EnvelopeContribution | None:
-    role = message.get("metadata", {}).get("role")
-    if not isinstance(role, dict) or not role.get("name"):
-        return None  # most mail: decided before any import (this runs once per message of a read)
+def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dict[str, EnvelopeContribution] | None:
+    roles = [(m, role) for m in messages if isinstance(role := m.get("metadata", {}).get("role"), dict) and role.get("name")]
+    if not roles:
+        return None  # most mail: decided before any import
+    return {message["id"]: _role_contribution(message, role, app) for message, role in roles}
+
+
+def _role_contribution(message: dict[str, Any], role: dict[str, Any], app: App) -> EnvelopeContribution:
+    """``via``, ``procedure`` and the procedure's text (the first time) of a message sent to a role."""
     from agent_link_core.envelope import render_element
     from agent_link_core.records import EnvelopeContribution
 

@@ -18,7 +18,7 @@ AGENT_LINK_HOOKS = {"agent_link_web.plugin": (
     "agent_link_before_send",
     "agent_link_register_commands",
     "agent_link_register_settings",
-    "agent_link_render_envelope",
+    "agent_link_render_envelopes",
 )}
 
 #: the settings each entry module registers, read without importing it (docs/plugins.md,

@@ -9,7 +9,7 @@ Hooks:
 * ``agent_link_before_send``: a message the page sends or answers for a person is marked
   ``metadata.author = {"kind": "person", "through": "web-page"}``. Only this process's page
   can set it (a context variable, not an argument any client could pass);
-* ``agent_link_render_envelope``: such a message's envelope carries an ``<origin>`` element
+* ``agent_link_render_envelopes``: such a message's envelope carries an ``<origin>`` element
   saying a person wrote it on the agent-link web page.
 """
 
@@ -62,13 +62,16 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
 
 
 @hookimpl
-def agent_link_render_envelope(message: dict[str, Any]) -> EnvelopeContribution | None:
-    origin = (message.get("metadata") or {}).get(AUTHOR_KEY)
-    if origin != ORIGIN:
+def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+    written = [m for m in messages if (m.get("metadata") or {}).get(AUTHOR_KEY) == ORIGIN]
+    if not written:
         return None
-    text = (f"A person ({message['from_addr']}) wrote this on the agent-link web page of this machine; "
-            "it did not come from another agent.")
     from agent_link_core.envelope import render_element  # only a message written on the page needs it
     from agent_link_core.records import EnvelopeContribution
 
-    return EnvelopeContribution(elements=[render_element("origin", [("kind", "person"), ("through", "web-page")], text)])
+    added = {}
+    for message in written:
+        text = (f"A person ({message['from_addr']}) wrote this on the agent-link web page of this machine; "
+                "it did not come from another agent.")
+        added[message["id"]] = EnvelopeContribution(elements=[render_element("origin", [("kind", "person"), ("through", "web-page")], text)])
+    return added
