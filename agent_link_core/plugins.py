@@ -13,8 +13,8 @@ import sys
 from collections.abc import Mapping
 
 from agent_link_core import discovery, hookspecs, lazy
-from agent_link_core.lazy import LazyLogger, Struct, field
-from agent_link_core.config import check_setting
+from agent_link_core.lazy import Struct, field
+from agent_link_core.config import Setting, check_setting
 from agent_link_core.boundary import (CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, _guarded, check_migrations,
                                      current_plugin, run_blocking, timeout_from_env)
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import click
     import sqlite3
 
-    from agent_link_core.config import Setting
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller, Session
@@ -32,8 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.records import Event, OutgoingMessage, PromptHook, SendContext
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
-
-log = LazyLogger(__name__)
 
 ENTRY_POINT_GROUP = "agent_link"
 #: the hooks a package may answer with data
@@ -675,8 +672,13 @@ def declared_impl(plugins: Hooks, entry: Entry, hook: str) -> Callable[..., Any]
     records = entry.records[hook]
     if hook != SCHEMA_HOOK:
         def register_records(register: Callable[[Any], None]) -> None:
-            for record in records:
-                register(_made(hook, dict(record)))
+            for fields in map(dict, records):
+                if hook == SETTINGS_HOOK:
+                    register(Setting(**fields))
+                    continue
+                from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
+
+                register(HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))}))
         return register_records
 
     def schema() -> list[DeclaredMigration]:
@@ -684,17 +686,6 @@ def declared_impl(plugins: Hooks, entry: Entry, hook: str) -> Callable[..., Any]
         return [DeclaredMigration(owner, int(version), lambda key: getattr(real().get(key), "sql", None))
                 for owner, versions in records.items() for version in versions]
     return schema
-
-
-def _made(hook: str, fields: dict[str, Any]) -> Any:
-    """The ``Setting`` or ``HarnessDeclaration`` a declared record stands for."""
-    if hook == SETTINGS_HOOK:
-        from agent_link_core.config import Setting
-
-        return Setting(**fields)
-    from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
-
-    return HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))})
 
 
 class DeclaredMigration(Struct, frozen=True):
