@@ -20,9 +20,8 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme
-from agent_link_core.plugins import Hooks, plugins_of
+from agent_link_core.plugins import Hooks, MigrationUnavailable, plugins_of
 from agent_link_core.settings_file import with_settings
-from agent_link_core.lazy_plugins import MigrationUnavailable
 from agent_link_core.store import Migration, Store, ensure_private_dir
 
 TYPE_CHECKING = False

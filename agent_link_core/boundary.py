@@ -141,7 +141,7 @@ def current_plugin() -> str | None:
 
 def check_migrations(result: Any, plugin: str, *, declared: bool = False) -> str | None:
     """Why ``plugin``'s ``agent_link_schema`` answer is refused, else None; ``declared``: migrations a package
-    declares (:class:`~agent_link_core.lazy_plugins.DeclaredMigration`), whose SQL is read when applied."""
+    declares (:class:`~agent_link_core.plugins.DeclaredMigration`), whose SQL is read when applied."""
     from agent_link_core.store import Migration
 
     if not isinstance(result, (list, tuple)):

@@ -3,11 +3,11 @@ path (:func:`run_fast`) running a core command declared as data (:func:`command`
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.lazy import import_target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -195,15 +195,6 @@ def run_fast(argv: list[str]) -> bool:
         _current = None
         for closer in reversed(root.closers):
             closer()
-
-
-def import_target(target: str) -> Any:
-    """The object ``"package.module:attribute"`` names, imported now.
-    :raises Exception: ``ValueError`` without ``:``, what the import raises, ``AttributeError`` for a missing attribute."""
-    module, sep, attribute = target.partition(":")
-    if not sep or not module or not attribute:
-        raise ValueError(f"{target!r} is not 'package.module:attribute'")
-    return getattr(importlib.import_module(module), attribute)
 
 
 def usage_error(message: str) -> NoReturn:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 
-from agent_link_core.cli_run import import_target
-from agent_link_core.lazy import hookimpl
+from agent_link_core.lazy import hookimpl, import_target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

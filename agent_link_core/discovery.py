@@ -118,10 +118,7 @@ def mcp_front(start: bool = False) -> Any:
                     front.start()
                 _front[0] = front
             except (Exception, SystemExit) as exc:  # the declaring distribution's fault: serve without it
-                try:
-                    sys.stderr.write(f"agent-link: the MCP start-up front {ep.name!r} ({ep.value}) is not used: {type(exc).__name__}: {exc}"[:500] + "\n")
-                except (OSError, ValueError):
-                    pass
+                _say(f"the MCP start-up front {ep.name!r} ({ep.value}) is not used", exc)
     return _front[0]
 
 
@@ -135,10 +132,15 @@ def mcp_start(env: Mapping[str, str] | None = None) -> None:
         try:
             ep.load()()
         except (Exception, SystemExit) as exc:  # the declaring distribution's fault: start without it
-            try:
-                sys.stderr.write(f"agent-link: the MCP start-up work {ep.name!r} ({ep.value}) failed: {type(exc).__name__}: {exc}"[:500] + "\n")
-            except (OSError, ValueError):
-                pass
+            _say(f"the MCP start-up work {ep.name!r} ({ep.value}) failed", exc)
+
+
+def _say(what: str, exc: BaseException) -> None:
+    """One stderr line: ``what`` and ``exc`` (at most 500 characters; a closed stderr is passed over)."""
+    try:
+        sys.stderr.write(f"agent-link: {what}: {type(exc).__name__}: {exc}"[:500] + "\n")
+    except (OSError, ValueError):
+        pass
 
 
 def _dist_info_entry_points(group: str) -> tuple[list[Any], list[str]] | None:

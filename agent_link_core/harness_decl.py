@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 
 from agent_link_core.addresses import is_harness_name
-from agent_link_core.lazy import Struct
+from agent_link_core.lazy import Struct, import_target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,10 +78,7 @@ class HarnessDeclaration(Struct, frozen=True):
     def build(self) -> Harness:
         """The harness, its module imported now. :raises Exception: as importing or building it
         does; ``TypeError`` when the target is not a :class:`Harness` named :attr:`name`."""
-        import importlib
-
-        module, _, attribute = self.target.partition(":")
-        made = getattr(importlib.import_module(module), attribute)()
+        made = import_target(self.target)()
         harness = sys.modules.get("agent_link_core.harness")  # imported with any Harness subclass
         if harness is None or not isinstance(made, harness.Harness) or made.name != self.name:
             raise TypeError(f"{self.target} built a {type(made).__name__} named {getattr(made, 'name', None)!r}, "

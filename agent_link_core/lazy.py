@@ -4,6 +4,7 @@ read without pluggy (docs/plugins.md, "Declare now, import when used")."""
 
 from __future__ import annotations
 
+import importlib
 import types
 
 TYPE_CHECKING = False
@@ -18,6 +19,15 @@ else:
         return lambda cls: cls
 
 
+def import_target(target: str) -> Any:
+    """The object ``"package.module:attribute"`` names, imported now.
+    :raises Exception: ``ValueError`` without ``:``, what the import raises, ``AttributeError`` for a missing attribute."""
+    module, sep, attribute = target.partition(":")
+    if not sep or not module or not attribute:
+        raise ValueError(f"{target!r} is not 'package.module:attribute'")
+    return getattr(importlib.import_module(module), attribute)
+
+
 class LazyLogger:
     """Stands for ``logging.getLogger(name)``: every attribute is the real logger's, imported on first use."""
 
@@ -30,13 +40,44 @@ class LazyLogger:
         return getattr(logging.getLogger(self.name), attribute)
 
 
-class Record:
-    """Base of a frozen record whose fields, ``_fields``, the subclass's ``__init__`` sets
-    through :meth:`_set`. :raises AttributeError: on assigning or deleting an attribute."""
+class _Factory(tuple):
+    """The default of a :func:`field`: ``(default_factory,)``."""
 
-    _fields: tuple[str, ...] = ()
 
-    def _set(self, **values: Any) -> None:
+def field(*, default_factory: Callable[[], Any]) -> Any:
+    """A :class:`Struct` field whose default ``default_factory()`` builds per instance."""
+    return _Factory((default_factory,))
+
+
+@dataclass_transform(field_specifiers=(field,))
+class Struct:
+    """A record whose fields, ``_fields``, are its class annotations in order, with their defaults, built by keyword or
+    position: ``class X(Struct, frozen=True)`` acts as a frozen dataclass; without ``frozen``, as a plain one.
+    :raises TypeError: on construction, a field too many, missing or unknown. :raises AttributeError: on assigning or
+    deleting an attribute of a frozen one."""
+
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, frozen: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = [name for name, kind in cls.__dict__.get("__annotations__", {}).items() if "ClassVar" not in str(kind)]
+        cls._fields = (*cls._fields, *(name for name in own if name not in cls._fields))
+        cls._defaults = {name: getattr(cls, name) for name in cls._fields if hasattr(cls, name)}
+        if not frozen:
+            cls.__setattr__, cls.__delattr__, cls.__hash__ = object.__setattr__, object.__delattr__, None  # type: ignore[method-assign,assignment]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(self._fields):
+            raise TypeError(f"{type(self).__name__} takes {len(self._fields)} fields, {len(args)} given")
+        values = dict(zip(self._fields, args))
+        for key in self._fields[len(args):]:
+            if key not in kwargs and key not in self._defaults:
+                raise TypeError(f"{type(self).__name__} is missing field {key!r}")
+            default = self._defaults.get(key)
+            values[key] = kwargs.pop(key) if key in kwargs else default[0]() if isinstance(default, _Factory) else default
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(kwargs)[0]!r} (or it was given twice)")
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -63,45 +104,6 @@ class Record:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._fields)})"
-
-
-class _Factory(tuple):
-    """The default of a :func:`field`: ``(default_factory,)``."""
-
-
-def field(*, default_factory: Callable[[], Any]) -> Any:
-    """A :class:`Struct` field whose default ``default_factory()`` builds per instance."""
-    return _Factory((default_factory,))
-
-
-@dataclass_transform(field_specifiers=(field,))
-class Struct(Record):
-    """A record whose fields are its class annotations in order, with their defaults, built by
-    keyword or position: ``class X(Struct, frozen=True)`` acts as a frozen dataclass; without
-    ``frozen``, as a plain one. :raises TypeError: on construction, a field too many, missing or unknown."""
-
-    _defaults: ClassVar[dict[str, Any]] = {}
-
-    def __init_subclass__(cls, frozen: bool = False, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        own = [name for name, kind in cls.__dict__.get("__annotations__", {}).items() if "ClassVar" not in str(kind)]
-        cls._fields = (*cls._fields, *(name for name in own if name not in cls._fields))
-        cls._defaults = {name: getattr(cls, name) for name in cls._fields if hasattr(cls, name)}
-        if not frozen:
-            cls.__setattr__, cls.__delattr__, cls.__hash__ = object.__setattr__, object.__delattr__, None  # type: ignore[method-assign,assignment]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(self._fields):
-            raise TypeError(f"{type(self).__name__} takes {len(self._fields)} fields, {len(args)} given")
-        values = dict(zip(self._fields, args))
-        for key in self._fields[len(args):]:
-            if key not in kwargs and key not in self._defaults:
-                raise TypeError(f"{type(self).__name__} is missing field {key!r}")
-            default = self._defaults.get(key)
-            values[key] = kwargs.pop(key) if key in kwargs else default[0]() if isinstance(default, _Factory) else default
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} has no field {sorted(kwargs)[0]!r} (or it was given twice)")
-        self._set(**values)
 
 
 PROJECT = "agent_link"

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli_run import import_target
+from agent_link_core.lazy import import_target
 
 
 class LazyCommand(click.Command):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.lazy import Record, Struct
+from agent_link_core.lazy import Struct, field
 from agent_link_core.addresses import EXTERNAL, INVALID, address_scheme, is_address, is_ulid  # noqa: F401 - re-exported for plugins
 
 TYPE_CHECKING = False
@@ -44,33 +44,22 @@ class Caller(Struct, frozen=True):
         return is_address(self.address)
 
 
-class Session(Record):
+class Session(Struct, frozen=True):
     """One agent a harness knows about (a thread, a session, ...).
 
     ``last_activity_ms`` is epoch milliseconds. ``receive`` says how mail reaches it: ``{"push": str|None, "nudge":
     str|None, "pull": bool}``. ``extra`` holds harness fields (the host's own ids, status, ...) that list tools pass through.
     """
 
-    _fields = ("address", "harness", "id", "title", "cwd", "surface", "loaded", "archived", "last_activity_ms",
-               "receive", "aliases", "extra")
     address: str
     harness: str
     id: str
-    title: str | None
-    cwd: str | None
-    surface: tuple[str, ...]
-    loaded: bool | None
-    archived: bool
-    last_activity_ms: int | None
-    receive: dict[str, Any]
-    aliases: tuple[str, ...]
-    extra: dict[str, Any]
-
-    def __init__(self, address: str, harness: str, id: str, title: str | None = None, cwd: str | None = None,
-                 surface: tuple[str, ...] = (), loaded: bool | None = None, archived: bool = False,
-                 last_activity_ms: int | None = None, receive: dict[str, Any] | None = None,
-                 aliases: tuple[str, ...] = (), extra: dict[str, Any] | None = None) -> None:
-        self._set(address=address, harness=harness, id=id, title=title, cwd=cwd, surface=surface, loaded=loaded,
-                  archived=archived, last_activity_ms=last_activity_ms,
-                  receive={"push": None, "nudge": None, "pull": True} if receive is None else receive,
-                  aliases=aliases, extra={} if extra is None else extra)
+    title: str | None = None
+    cwd: str | None = None
+    surface: tuple[str, ...] = ()
+    loaded: bool | None = None
+    archived: bool = False
+    last_activity_ms: int | None = None
+    receive: dict[str, Any] = field(default_factory=lambda: {"push": None, "nudge": None, "pull": True})
+    aliases: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)

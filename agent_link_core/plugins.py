@@ -1,20 +1,22 @@
-"""Plugin loading and :class:`Hooks`, the typed facade over agent-link's hooks (docs/plugins.md, sections 1-3): the
-entry points of the ``agent_link`` group, then the core's default plugins, each implementation called through
-:mod:`agent_link_core.boundary` in pluggy's order by :class:`~agent_link_core.lazy_plugins.Declared` (no pluggy import)."""
+"""The plugins of a process and :class:`Hooks`, the one way hooks are called (docs/plugins.md, sections 1-3): the entry
+points of the ``agent_link`` group, then the core's default plugins, each implementation called through
+:mod:`agent_link_core.boundary` in pluggy's order (no pluggy import). A plugin is taken by what its package declares
+(docs/plugins.md, "Which hooks the entry module implements" and "Settings, migrations and harnesses as data") and
+imported when a call needs it."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
 from collections.abc import Mapping
 
-from agent_link_core.lazy import LazyLogger
-from agent_link_core import discovery
-from agent_link_core.lazy_plugins import Declared, package_hookspecs
-from agent_link_core.config import check_setting
-from agent_link_core.boundary import (CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, current_plugin, run_blocking,
-                                     timeout_from_env)
+from agent_link_core import discovery, hookspecs, lazy
+from agent_link_core.lazy import Struct, field
+from agent_link_core.config import Setting, check_setting
+from agent_link_core.boundary import (CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, _guarded, check_migrations,
+                                     current_plugin, run_blocking, timeout_from_env)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,7 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import click
     import sqlite3
 
-    from agent_link_core.config import Setting
     from agent_link_core.app import App
     from agent_link_core.harness import Harness
     from agent_link_core.model import Caller, Session
@@ -31,9 +32,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from agent_link_core.store import Migration
     from agent_link_core.tools.registry import ToolSpec
 
-log = LazyLogger(__name__)
-
 ENTRY_POINT_GROUP = "agent_link"
+#: the hooks a package may answer with data
+SETTINGS_HOOK, SCHEMA_HOOK, HARNESS_HOOK = "agent_link_register_settings", "agent_link_schema", "agent_link_register_harnesses"
+DATA_HOOKS = {SETTINGS_HOOK: lazy.SETTINGS_ATTR, SCHEMA_HOOK: lazy.SCHEMA_ATTR,
+              HARNESS_HOOK: lazy.HARNESSES_ATTR}
+REGISTRATION_FAILED = "registration failed (check each hook's name and arguments against agent_link_core/hookspecs.py): "
 
 
 def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, ...] = (), *,
@@ -46,50 +50,242 @@ def plugins_of(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any, .
         else every plugin is imported now.
     """
     env = os.environ if env is None else env
-    boundary = Boundary(timeout_from_env(env))
     blocked, only = discovery.chosen(env)
-    plugins = Declared(boundary, sorted(blocked))
-    hooks = Hooks(plugins)  # told of each plugin left out while loading
+    hooks = Hooks(Boundary(timeout_from_env(env)), sorted(blocked))
     chosen: dict[str, Any] = {}
     for ep in discovery.entry_points(ENTRY_POINT_GROUP, env):
         if ep.name not in blocked and ep.name not in chosen and (only is None or ep.name in only):
             chosen[ep.name] = ep
-    for ep in chosen.values():  # every plugin's hooks are known before any implementation is checked
-        plugins.declare_specs(ep.name, boundary.call(ep.name, "load", package_hookspecs, ep.value, disable=True, prefix="import failed: "))
-    for ep in chosen.values():
-        if plugins.add_entry_point(ep, declared=declared):
-            hooks.loaded.append(ep.name)
-            if ep.dist is not None:  # its version is read from its metadata when a report shows it
-                hooks.dists[ep.name] = ep.dist
-    plugins.add_object(CORE_PLUGIN, importlib.import_module(CORE_PLUGIN))
+    tables: dict[str, Any] = {}  # every plugin's hooks are known before any implementation is checked
+    for name, ep in chosen.items():
+        tables[name] = hooks.boundary.call(name, "load", package_tables, ep.value, default=(None, None, {}), disable=True,
+                                           prefix="import failed: ")
+        hooks.declare_specs(name, tables[name][0])
+    for name, ep in chosen.items():
+        hooks.add_entry_point(ep, *(tables[name][1:] if declared and ":" not in ep.value else (None, {})))
+    hooks.add_object(CORE_PLUGIN, importlib.import_module(CORE_PLUGIN))
     for item in extra_plugins:
-        name, plugin = item if isinstance(item, tuple) else (plugins.unique_name(item), item)
-        if plugins.add_object(name, plugin):
-            hooks.loaded.append(name)
+        hooks.add_object(*(item if isinstance(item, tuple) else (hooks.unique_name(item), item)))
     return hooks
 
 
-class Hooks:
-    """Typed facade: one method per hook, calling the guarded implementations of the ``declared`` plugins as pluggy would.
-    Registration hooks are collected once; a plugin with a refused record is left out whole. What loading found:
-    ``loaded`` (names, in load order), ``blocked`` (turned off), ``failed`` (``{plugin: reason}``, also those left out
-    later), ``dists`` (each entry-point plugin's distribution, or the cache's ``version`` of it)."""
+def module_specs(module: Any) -> dict[str, tuple[frozenset[str], bool, dict[str, Any]]]:
+    """``{hook: (the arguments it offers, firstresult, how its calls are guarded)}`` of the hookspecs in ``module``."""
+    return {name: (frozenset(lazy.argnames(value) or ()), bool(opts.get("firstresult")),
+                   getattr(value, lazy.GUARD_ATTR, {"check": None, "refuses": False, "awaitable": False, "bound_s": None}))
+            for name, value in vars(module).items() if isinstance(opts := getattr(value, lazy.SPEC_ATTR, None), dict)}
 
-    def __init__(self, declared: Declared) -> None:
-        self._declared = declared
+
+CORE_SPECS = module_specs(hookspecs)
+
+
+class Impl(Struct):
+    """One hook implementation of a plugin: its guarded ``function``, called with the ``argnames`` it takes."""
+
+    plugin_name: str
+    function: Callable[..., Any]
+    argnames: tuple[str, ...]
+    opts: dict[str, Any]
+
+
+class Entry(Struct):
+    """One plugin: ``load`` (``() -> module``, None when ``module`` is given), its top-level ``package``, the ``hooks`` it
+    implements (as declared, then as found once imported; None: not known yet), ``impls`` (``{hook: (function,
+    options)}`` once imported), ``records`` (``{hook: declared records}`` answering it unimported)."""
+
+    name: str
+    load: Callable[[], Any] | None
+    package: str
+    hooks: frozenset[str] | None = None
+    module: Any = None
+    impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = field(default_factory=dict)
+    records: dict[str, Any] = field(default_factory=dict)
+
+
+class Hooks:
+    """The plugins of a process (see the module doc), called through ``boundary``, with one typed method per hook.
+    Registration hooks are collected once; a plugin with a refused record is left out whole. What loading found:
+    ``loaded`` (names, in load order), ``blocked`` (turned off: ``AGENT_LINK_DISABLE_PLUGINS``), ``failed`` (``{plugin:
+    reason}``, also those left out later), ``dists`` (each entry-point plugin's distribution, or the cache's ``version``)."""
+
+    def __init__(self, boundary: Boundary, blocked: list[str]) -> None:
+        self.boundary, self.blocked = boundary, blocked
         self.loaded: list[str] = []
-        self.blocked: list[str] = list(declared.blocked)
         self.failed: dict[str, str] = {}
         self.dists: dict[str, Any] = {}
+        self.entries: list[Entry] = []
+        self._cache: dict[str, list[Impl]] = {}
+        self.specs = dict(CORE_SPECS)
+        #: ``{hook: (plugin, its hookspecs module)}`` of the hooks plugins specify (in :attr:`specs` once imported)
+        self.spec_of: dict[str, tuple[str, str]] = {}
         self.report = self  # the loading report: these hooks themselves
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
-        self.boundary: Boundary = declared.boundary
         self.boundary.on_disable = self._disable
         self._records: dict[str, dict[str, tuple[str, Any]]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (kind, record name) -> plugin, kept when it is left out
         #: told ``hook <name>(<arguments>)`` of each hook call (``AGENT_LINK_DEBUG``)
         self.trace: Callable[[str], None] | None = None
+
+    def declare_specs(self, plugin: str, table: Any) -> None:
+        """Take the hooks ``plugin`` specifies (:data:`~agent_link_core.lazy.HOOKSPECS_ATTR`: ``{hookspecs module: (hook
+        name, ...)}``); a module is imported when one of its hooks is first called."""
+        declared = {h: (plugin, m) for m, hooks in table.items() for h in hooks} if isinstance(table, dict) else {}
+        taken = sorted(h for h in declared if h in CORE_SPECS or h in self.spec_of)
+        if table is not None and (taken or not declared or not all(isinstance(h, str) and isinstance(m, str) for h, (_, m) in declared.items())):
+            error = f"specifies {taken[0]}, which the core or another plugin specifies" if taken else f"{lazy.HOOKSPECS_ATTR} is not {{module: (hook name, ...)}}"
+            self.boundary.fault(plugin, "load", error, fix="Give each hook a name of its own.", disable=True)
+        elif table is not None:
+            self.spec_of.update(declared)
+
+    def spec(self, hook: str) -> tuple[frozenset[str], bool, dict[str, Any]] | None:
+        """``hook``'s :func:`module_specs` entry (a plugin's hookspecs module imported now, guarded), or None: nobody specifies it."""
+        if hook not in self.specs and hook in self.spec_of:
+            plugin, module = self.spec_of[hook]
+            mine = {h for h, owner in self.spec_of.items() if owner == (plugin, module)}
+            found = self.boundary.call(plugin, "load", lambda: module_specs(importlib.import_module(module)), default={},
+                                       disable=True, prefix="hookspecs import failed: ")
+            if set(found) != mine and plugin not in self.boundary.disabled:
+                self.boundary.fault(plugin, "load", f"declares hookspecs {sorted(mine)} in {module} but it specifies {sorted(found)}",
+                                    fix=f"List exactly the module's hooks in {lazy.HOOKSPECS_ATTR}.", disable=True)
+            self.specs.update({h: found[h] for h in mine if plugin not in self.boundary.disabled})
+        return self.specs.get(hook)
+
+    def add_entry_point(self, ep: Any, hooks: frozenset[str] | None, records: dict[str, Any]) -> None:
+        """Take entry point ``ep``'s plugin by the ``hooks`` and ``records`` its package declares (:func:`package_tables`),
+        or imported now (``hooks`` None); a plugin left out is reported."""
+        module = ep.value.partition(":")[0].strip()
+        entry = Entry(ep.name, ep.load, module.partition(".")[0], hooks, records=records if hooks is not None else {})
+        if ep.name not in self.boundary.disabled and (hooks is not None or self.load(entry)):
+            self.entries.append(entry)
+            self.loaded.append(ep.name)
+            if ep.dist is not None:  # its version is read from its metadata when a report shows it
+                self.dists[ep.name] = ep.dist
+
+    def add_object(self, name: str, plugin: Any) -> None:
+        """Take ``plugin`` (a module or object given in code; the core's own, never blocked) as ``name``; a name or a
+        plugin taken already is reported, and the name left out."""
+        if (name in self.blocked and name != CORE_PLUGIN) or name in self.boundary.disabled:
+            return
+        if any(e.name == name or e.module is plugin for e in self.entries):
+            self.boundary.fault(name, "load", f"{REGISTRATION_FAILED}a plugin of this name, or this plugin, is registered already",
+                                disable=True)
+            return
+        self.declare_specs(name, getattr(plugin, lazy.HOOKSPECS_ATTR, None))
+        entry = Entry(name, None, (getattr(plugin, "__name__", None) or "").partition(".")[0])
+        if name not in self.boundary.disabled and self._checked(entry, plugin):
+            self.entries.append(entry)
+            if name != CORE_PLUGIN:
+                self.loaded.append(name)
+
+    def unique_name(self, plugin: Any) -> str:
+        """A readable name no plugin has for ``plugin``, given without one."""
+        base = getattr(plugin, "__name__", None) or type(plugin).__name__
+        taken = {*self.blocked, *(e.name for e in self.entries)}
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}#{n}", n + 1
+        return name
+
+    def only(self, names: set[str]) -> None:
+        """Call only the plugins ``names`` from now on (the others are dropped unreported)."""
+        self.entries = [e for e in self.entries if e.name in names]
+        self._cache.clear()
+
+    def load_all(self) -> None:
+        """Import and register every plugin now: what a report of every plugin's state needs."""
+        for entry in list(self.entries):
+            self.load(entry)  # a failure is reported and leaves the plugin out
+
+    def load(self, entry: Entry) -> bool:
+        """Import ``entry``'s module (guarded) and check its implementations; False when it is left out."""
+        if entry.module is not None or entry.name in self.boundary.disabled:
+            return entry.name not in self.boundary.disabled
+        assert entry.load is not None
+        module = self.boundary.call(entry.name, "load", entry.load, default=None, disable=True, prefix="import failed: ")
+        return module is not None and self._checked(entry, module)
+
+    def _checked(self, entry: Entry, module: Any) -> bool:
+        """Register ``module`` as ``entry``'s code, refusing what pluggy's registration refuses (a misspelt hook, an
+        argument the hook does not offer) and a hook wrapper (not supported); a declaration that differs from the code is
+        reported (the code wins). False when the plugin is left out."""
+        entry.module = module
+        found = self.boundary.call(entry.name, "load", lazy.module_hooks, module, disable=True, prefix="registration failed: ")
+        if found is None:
+            return False
+        unknown = sorted(h for h, (_, opts) in found.items()
+                         if h not in self.specs and h not in self.spec_of and not opts.get("optionalhook"))
+        if unknown:
+            self.boundary.fault(entry.name, "load", f"implements {', '.join(unknown)}, which is not an agent-link hook (misspelt?)",
+                                fix="Use a hook name from agent_link_core/hookspecs.py or a plugin's hookspecs.", disable=True)
+            return False
+        impls: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {}
+        for hook, (function, opts) in found.items():
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                self.boundary.fault(entry.name, "load", f"{hook} is a hook wrapper; wrappers are not supported",
+                                    fix="Make it a plain implementation (tryfirst or trylast to order it).", disable=True)
+                return False
+            if hook in self.specs and self._misfit(entry.name, hook, function):
+                return False
+            impls[hook] = (function, opts)  # one of a plugin's hooks is checked when first called (its spec imported)
+        if entry.hooks is not None and entry.hooks != frozenset(found):
+            self.boundary.fault(entry.name, "load", f"declares hooks {sorted(entry.hooks)} but implements {sorted(found)}",
+                                fix=f"List exactly its hook implementations in {entry.package}.{lazy.DECLARED_ATTR}.")
+        entry.hooks, entry.impls = frozenset(found), impls
+        self._cache.clear()  # what this plugin implements may differ from what it declared
+        return True
+
+    def _misfit(self, plugin: str, hook: str, function: Callable[..., Any]) -> bool:
+        """Leave ``plugin`` out (reported) when ``function`` takes an argument ``hook`` does not offer."""
+        names = lazy.argnames(function)
+        extra = sorted(set(names) - self.specs[hook][0]) if names is not None else None
+        if extra is None or extra:
+            what = "is no function" if extra is None else f"takes {', '.join(extra)}, which the hook does not offer"
+            self.boundary.fault(plugin, "load", f"{REGISTRATION_FAILED}{hook} {what}", disable=True)
+        return extra != []
+
+    def impls(self, hook: str) -> list[Impl]:
+        """The guarded implementations of ``hook`` in pluggy's call order, importing the plugins
+        that declare it."""
+        if hook in self._cache:
+            return self._cache[hook]
+        spec = self.spec(hook)
+        methods: list[Impl] = []
+        for entry in list(self.entries):
+            if entry.hooks is not None and hook not in entry.hooks:
+                continue
+            check = None
+            opts: dict[str, Any] = {}
+            if entry.module is None and hook in entry.records:  # answered by the declaration
+                function = declared_impl(self, entry, hook)
+                if hook == SCHEMA_HOOK:  # their SQL is read when applied
+                    check = functools.partial(check_migrations, declared=True)
+            elif (entry.module is None and not self.load(entry)) or hook not in entry.impls:
+                continue
+            else:
+                function, opts = entry.impls[hook]
+            if entry.name in self.boundary.disabled or spec is None or (hook not in CORE_SPECS and self._misfit(entry.name, hook, function)):
+                continue
+            _place(methods, Impl(entry.name, _guarded(self.boundary, function, entry.name, hook, spec[2], check),
+                                 lazy.argnames(function) or (), opts))
+        self._cache[hook] = methods[::-1]
+        return self._cache[hook]
+
+    def migrations_of(self, entry: Entry) -> dict[tuple[str, int], Any] | None:
+        """``{(owner, version): Migration}`` that ``entry``'s ``agent_link_schema`` really returns
+        (imported now); None when it cannot be had. A differing declaration is reported."""
+        if not self.load(entry) or SCHEMA_HOOK not in entry.impls:
+            if entry.name not in self.boundary.disabled:
+                self.boundary.fault(entry.name, SCHEMA_HOOK, "declares migrations its entry module does not return",
+                                    fix=f"Make {entry.package}.{lazy.SCHEMA_ATTR} match the code.", disable=True)
+            return None
+        found = self.boundary.call(entry.name, SCHEMA_HOOK, entry.impls[SCHEMA_HOOK][0], default=None)
+        real = {(m.owner, m.version): m for m in found or ()}
+        declared = {(owner, v) for owner, versions in entry.records.get(SCHEMA_HOOK, {}).items() for v in versions}
+        if declared != set(real):
+            self.boundary.fault(entry.name, SCHEMA_HOOK, f"declares migrations {sorted(declared)} but returns {sorted(real)}",
+                                fix=f"List exactly its migrations in {entry.package}.{lazy.SCHEMA_ATTR}.")
+        return real
 
     def installed(self, env: Mapping[str, str] | None = None) -> dict[str, str | None]:
         """``{name: version or None (given in code)}`` of every plugin installed, loaded or not (``env``: for discovery)."""
@@ -102,15 +298,6 @@ class Hooks:
         """The JSON shape of ``agent-link plugins --json`` and health's ``plugins``."""
         return {"loaded": list(self.loaded), "blocked": list(self.blocked), "failed": dict(self.failed),
                 "versions": {name: dist.version for name, dist in self.dists.items()}, "problems": self.boundary.report()}
-
-    def only(self, names: set[str]) -> None:
-        """Call only the plugins ``names`` from now on (the others are dropped unreported)."""
-        self._declared.keep(names)
-
-    def load_all(self) -> None:
-        """Import and register every plugin now: what a report of every plugin's state needs."""
-        for entry in list(self._declared.entries):
-            self._declared.load(entry)  # a failure is reported and leaves the plugin out
 
     def _disable(self, plugin: str, reason: str) -> None:  # its records and harnesses: the guard skips its calls
         self.failed[plugin] = reason[:300]
@@ -136,9 +323,9 @@ class Hooks:
         if self.trace is not None:
             self.trace(f"hook {hook_name}({', '.join(sorted(kwargs))})")
         kwargs["app"] = self.app
-        impls = self._declared.impls(hook_name)
+        impls = self.impls(hook_name)
         with CallState() as call:
-            first = (self._declared.spec(hook_name) or (0, False))[1]
+            first = (self.spec(hook_name) or (0, False))[1]
             results = []
             for impl in impls:
                 answer = impl.function(*[kwargs[name] for name in impl.argnames])
@@ -174,7 +361,7 @@ class Hooks:
             self.call(hook_name, register=register)
             # Name clashes: the core wins, then a plugin's record named after itself, then the
             # earlier registered plugin (one installed later cannot take a name over).
-            rank = {entry.name: i for i, entry in enumerate(self._declared.entries)}
+            rank = {entry.name: i for i, entry in enumerate(self.entries)}
             offered.sort(key=lambda pr: (pr[0] != CORE_PLUGIN, getattr(pr[1], "name", None) != pr[0],
                                          rank.get(pr[0], len(rank))))
             records: dict[str, tuple[str, Any]] = {}
@@ -206,14 +393,14 @@ class Hooks:
     def plugin_of_module(self, module: str) -> str | None:
         """The registered plugin whose top-level package holds dotted ``module``, or None."""
         package = module.partition(".")[0]
-        return next((e.name for e in self._declared.entries if e.package == package), None)
+        return next((e.name for e in self.entries if e.package == package), None)
 
     def hook_view(self) -> dict[str, dict[str, dict[str, Any] | None]]:
         """``{plugin: {hook: {calls, lastMs, maxMs} | None (not called here)}}``: every hook each
         registered plugin implements (each imported now), plus what else the boundary timed (load, harness methods, tools)."""
         self.load_all()
         view: dict[str, dict[str, dict[str, Any] | None]] = {
-            entry.name: dict.fromkeys(entry.hooks or ()) for entry in self._declared.entries if entry.name not in self.boundary.disabled}
+            entry.name: dict.fromkeys(entry.hooks or ()) for entry in self.entries if entry.name not in self.boundary.disabled}
         for name, timed in self.boundary.timing_report().items():
             view.setdefault(name, {}).update(timed)
         return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
@@ -315,7 +502,7 @@ class Hooks:
         """Let observers write their records in the transaction of the change ``event``
         describes (one is opened when none is). A failing observer is reported and its writes
         undone; the change itself still commits."""
-        impls = [impl for impl in self._declared.impls("agent_link_record_event") if impl.plugin_name not in self.boundary.disabled]
+        impls = [impl for impl in self.impls("agent_link_record_event") if impl.plugin_name not in self.boundary.disabled]
         if not impls:
             return
         store = self.app.store
@@ -436,3 +623,74 @@ def load_plugins(env: Mapping[str, str] | None = None, extra_plugins: tuple[Any,
 
     env = with_settings(dict(os.environ if env is None else env))
     return plugins_of(env, extra_plugins, declared=declared and not extra_plugins)
+
+
+def _place(methods: list[Impl], impl: Impl) -> None:
+    """Insert ``impl`` where pluggy's ``HookCaller._add_hookimpl`` would."""
+    if impl.opts.get("trylast"):
+        methods.insert(0, impl)
+    elif impl.opts.get("tryfirst"):
+        methods.append(impl)
+    else:
+        i = len(methods) - 1
+        while i >= 0 and methods[i].opts.get("tryfirst"):
+            i -= 1
+        methods.insert(i + 1, impl)
+
+
+def package_tables(target: str) -> tuple[Any, frozenset[str] | None, dict[str, Any]]:
+    """What entry point ``target``'s top-level package (imported now) declares in its tables (``{module: ...}``): the
+    :data:`~agent_link_core.lazy.HOOKSPECS_ATTR` table, the hooks the entry module implements (None: nothing declared,
+    or not names) and ``{hook: records}`` of what it declares as data (each record's shape is checked by the hook call
+    that reads it)."""
+    module = target.partition(":")[0].strip()
+    package = importlib.import_module(module.partition(".")[0])
+    declared = {hook: table.get(module) for hook, attr in {"": lazy.DECLARED_ATTR, **DATA_HOOKS}.items()
+                if isinstance(table := getattr(package, attr, None), dict) and table.get(module) is not None}
+    hooks: Any = declared.pop("", None)
+    named = isinstance(hooks, (tuple, list, frozenset, set)) and all(isinstance(h, str) for h in hooks)
+    return getattr(package, lazy.HOOKSPECS_ATTR, None), (frozenset(hooks) if named else None), declared
+
+
+def declared_impl(plugins: Hooks, entry: Entry, hook: str) -> Callable[..., Any]:
+    """The implementation of ``hook`` (settings, harnesses or schema) that ``entry``'s declared
+    records give without importing it (a key a record type does not take raises ``TypeError``)."""
+    records = entry.records[hook]
+    if hook != SCHEMA_HOOK:
+        def register_records(register: Callable[[Any], None]) -> None:
+            for fields in map(dict, records):
+                if hook == SETTINGS_HOOK:
+                    register(Setting(**fields))
+                    continue
+                from agent_link_core.harness_decl import HarnessDeclaration, SenderOption
+
+                register(HarnessDeclaration(**{**fields, "sender_options": tuple(SenderOption(**o) for o in fields.get("sender_options", ()))}))
+        return register_records
+
+    def schema() -> list[DeclaredMigration]:
+        real = functools.cache(lambda: plugins.migrations_of(entry) or {})  # the code's, imported when first asked
+        return [DeclaredMigration(owner, int(version), lambda key: getattr(real().get(key), "sql", None))
+                for owner, versions in records.items() for version in versions]
+    return schema
+
+
+class DeclaredMigration(Struct, frozen=True):
+    """A migration as a plugin declares it; its SQL is read from the plugin's code when
+    :attr:`sql` is first asked (only for a database that lacks it) through ``sql_of``:
+    ``((owner, version)) -> SQL``, or None when the plugin cannot give it (reported)."""
+
+    owner: str
+    version: int
+    sql_of: Callable[[tuple[str, int]], str | None]
+
+    @property
+    def sql(self) -> str:
+        """The migration's SQL. :raises MigrationUnavailable: the plugin cannot give it (reported)."""
+        found = self.sql_of((self.owner, self.version))
+        if found is None:
+            raise MigrationUnavailable(f"{self.owner} migration {self.version} cannot be loaded")
+        return found
+
+
+class MigrationUnavailable(LookupError):
+    """A declared migration whose plugin cannot give its SQL (the plugin is reported)."""

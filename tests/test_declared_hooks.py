@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from agent_link_core import discovery, lazy, lazy_plugins, plugins
+from agent_link_core import discovery, lazy, plugins
 from agent_link_testing.dists import install_dist
 
 _serial = itertools.count()
@@ -40,7 +40,7 @@ def test_every_installed_plugin_declares_exactly_the_hooks_it_implements() -> No
     checked = []
     for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
         module = ep.value.partition(":")[0].strip()
-        declared = lazy_plugins.package_declarations(module)[0]
+        declared = plugins.package_tables(module)[1]
         assert declared is not None, f"{module.partition('.')[0]} declares no AGENT_LINK_HOOKS for {module}"
         assert ep.name in view, ep.name
         real = set(view[ep.name]) - {"load"}  # the hooks it is registered for, beside its timed import
@@ -72,8 +72,8 @@ def test_every_installed_plugin_declares_exactly_the_settings_and_migrations_it_
 
     checked = []
     for ep, module, package, found in entry_modules():
-        records = lazy_plugins.package_declarations(module)[1]
-        settings, schema = records.get(lazy_plugins.SETTINGS_HOOK), records.get(lazy_plugins.SCHEMA_HOOK)
+        records = plugins.package_tables(module)[2]
+        settings, schema = records.get(plugins.SETTINGS_HOOK), records.get(plugins.SCHEMA_HOOK)
         if "agent_link_register_settings" in found:
             real: list[Any] = []
             found["agent_link_register_settings"][0](real.append)
@@ -100,17 +100,17 @@ def test_every_installed_plugin_declares_exactly_the_harnesses_it_registers() ->
     declared-hooks load does), the records are equal, and no plugin module is imported."""
     checked = []
     for ep, module, package, found in entry_modules():
-        harnesses = lazy_plugins.package_declarations(module)[1].get(lazy_plugins.HARNESS_HOOK)
+        harnesses = plugins.package_tables(module)[2].get(plugins.HARNESS_HOOK)
         if "agent_link_register_harnesses" not in found:
             assert harnesses is None, f"{ep.name} declares harnesses it does not register"
             continue
         assert harnesses is not None, f"{package.__name__} declares no AGENT_LINK_HARNESSES for {module}"
         real: list[Any] = []
         found["agent_link_register_harnesses"][0](real.append)
-        entry = lazy_plugins.Entry(ep.name, None, package.__name__)
-        entry.records = {lazy_plugins.HARNESS_HOOK: harnesses}
+        entry = plugins.Entry(ep.name, None, package.__name__)
+        entry.records = {plugins.HARNESS_HOOK: harnesses}
         declared: list[Any] = []
-        lazy_plugins.declared_impl(None, entry, lazy_plugins.HARNESS_HOOK)(declared.append)  # type: ignore[arg-type]
+        plugins.declared_impl(None, entry, plugins.HARNESS_HOOK)(declared.append)  # type: ignore[arg-type]
         assert declared == real, ep.name
         checked.append(ep.name)
     assert {"codex", "claude", "opencode", "machines", "filehost"} <= set(checked)

@@ -1,5 +1,5 @@
 """Registration without pluggy's manager (agent_link_core.lazy.module_hooks, read by
-agent_link_core.lazy_plugins.Declared) finds every implementation pluggy itself would find,
+agent_link_core.plugins.Hooks) finds every implementation pluggy itself would find,
 bound as pluggy binds it and called with the arguments pluggy would pass; a wrapper is refused."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_link_core.lazy import Record
+from agent_link_core.lazy import Struct
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 
@@ -66,19 +66,15 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-class ReceiptsContext(Record):
+class ReceiptsContext(Struct, frozen=True):
     """Where receipts are read and written.
 
     :param config: parsed settings (the core's and this plugin's), read at App creation.
     :param store: the App's connection to the state database.
     """
 
-    _fields = ("config", "store")
     config: Config
     store: Store
-
-    def __init__(self, config: Config, store: Store) -> None:
-        self._set(config=config, store=store)
 
 
 def from_app(app: App) -> ReceiptsContext:

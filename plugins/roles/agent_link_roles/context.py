@@ -6,7 +6,7 @@ parts this plugin uses (settings as read when the server started, the state fold
 
 from __future__ import annotations
 
-from agent_link_core.lazy import Record
+from agent_link_core.lazy import Struct
 from agent_link_core.config import Config, Setting
 from agent_link_core.store import Migration, Store
 
@@ -60,19 +60,15 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-class RolesContext(Record):
+class RolesContext(Struct, frozen=True):
     """Where the roles plugin reads and writes.
 
     :param config: parsed settings (the core's and this plugin's), read at App creation.
     :param store: the App's connection to the state database.
     """
 
-    _fields = ("config", "store")
     config: Config
     store: Store
-
-    def __init__(self, config: Config, store: Store) -> None:
-        self._set(config=config, store=store)
 
     @property
     def state_dir(self) -> Path:
