@@ -36,8 +36,12 @@ Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 def client_gone() -> bool:
-    """Whether the MCP client of ``agent-link mcp`` has died (this process was re-parented since ``entry.PARENT_PID``), so a
-    wait does not count the reply it found as delivered. False outside the console script."""
+    """Whether the MCP client of the tool call running has gone: it closed its input (the server's stdin), or it died (this
+    process was re-parented since ``entry.PARENT_PID``). Nobody would receive what the call finds then, so it marks
+    nothing read or delivered. False outside an MCP server."""
+    server = sys.modules.get("agent_link_core.server")  # not imported: the CLI's commands do not serve
+    if server is not None and server.client_left():
+        return True
     parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
     return parent is not None and os.getppid() != parent
 
