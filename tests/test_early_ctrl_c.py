@@ -1,0 +1,51 @@
+"""Ctrl-C in the first milliseconds of any command (README: one stderr line and exit 130, never a traceback; the prompt
+hook fails open: exit 0). A real process gets a real SIGINT at several early delays; once agent-link's own code runs
+(``entry.main``), no traceback. What CPython prints while it starts (``site``, finding the package: before the first
+line of agent-link runs) is out of its reach, and such a run is not counted."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
+DELAYS_S = (0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05, 0.07)
+#: a frame inside a function of agent-link's code (not the body of a module being imported as the process starts)
+OUR_FRAME = re.compile(r'File ".*agent_link_core/[^"]+", line \d+, in (?!<module>)')
+
+
+def interrupted_runs(command: list[str], rounds: int = 2) -> list[tuple[int, str]]:
+    """``(exit status, stderr)`` of ``command`` (its stdin an open, empty pipe) sent SIGINT after each of :data:`DELAYS_S`."""
+    runs = []
+    for delay in DELAYS_S * rounds:
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        runs.append((proc.returncode, err.decode("utf-8", "replace")))
+    return runs
+
+
+@pytest.mark.parametrize("command, stopped", [
+    ([AGENT_LINK, "inbox"], 130),
+    ([AGENT_LINK, "send", "test:bob", "hi"], 130),
+    ([sys.executable, "-m", "agent_link_core", "inbox"], 130),
+    ([AGENT_LINK, "hook", "claude", "UserPromptSubmit"], 0),
+    ([AGENT_LINK, "mcp"], 130),
+], ids=["inbox", "send", "python-m", "hook", "mcp"])
+def test_an_early_ctrl_c_prints_one_line_and_no_traceback(command: list[str], stopped: int) -> None:
+    said = 0
+    for status, err in interrupted_runs(command):
+        assert not OUR_FRAME.search(err), err
+        if "stopped by Ctrl-C" in err:
+            said += 1
+            assert status == stopped and len(err.strip().splitlines()) == 1, (status, err)
+    assert said, "no run was stopped while agent-link's code ran: the test did not test it"
