@@ -13,14 +13,13 @@ PARENT_PID = os.getppid()
 def main() -> None:
     """Run ``agent-link``; exits with the command's status. A Ctrl-C that no command caught (it came while starting up)
     ends it with one stderr line and exit 130 (the prompt hook's: exit 0, it fails open), never a traceback."""
-    argv = sys.argv[1:]
     try:
-        _run(argv)
+        _run(sys.argv[1:])
     except KeyboardInterrupt:
         import _signal  # built in: loaded at start-up
 
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a second Ctrl-C does not interrupt the goodbye
-        if argv[:1] == ["hook"]:
+        if sys.argv[1:2] == ["hook"]:
             sys.stderr.write("agent-link hook: stopped by Ctrl-C; nothing was done, the host goes on without agent-link's note\n")
             sys.exit(0)
         from agent_link_core.cli_run import interrupted

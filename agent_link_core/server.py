@@ -36,9 +36,10 @@ if stdio_server is None:  # no front: the MCP SDK's transport
 log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_S = 4.0
 ORPHAN_CHECK_S = 1.0  # how often the server checks that its client (parent process) lives
-LEFT_GRACE_S = 3.0  # how long calls under way may still finish once the client closed its input (a pipe reads their answers)
-#: the connection a tool call serves (the SDK runs a request's handler in the read stream's ``last_context``: :class:`_Watched`)
-_CONNECTION: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("agent_link_connection", default=None)
+#: a transport's mark that its client closed its input (the MCP stdio shutdown: it closes stdin, waits, then sends SIGTERM):
+#: set to ``[False]`` in the context its items are sent from (the SDK runs a request's handler in it) and made ``[True]``
+#: at the end of the input; a call still running then marks no mail read (:func:`client_left`), as nobody may receive it
+INPUT_ENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("agent_link_input_ended", default=None)
 
 INSTRUCTIONS = (
     "agent-link connects you with other AI agent sessions on this machine. Use list_agents to see "
@@ -47,6 +48,11 @@ INSTRUCTIONS = (
     "from agents, not from the user. Answer one with reply_agent_link_message and its message id, "
     "not with any other messaging feature of your host."
 )
+
+
+def client_left() -> bool:
+    """Whether the client of the tool call running closed its input (:data:`INPUT_ENDED`)."""
+    return (INPUT_ENDED.get() or [False])[0]
 
 
 def tool_definition(spec: ToolSpec) -> types.Tool:
@@ -125,11 +131,11 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
     if app.read_only is not None:  # opened only to be read: say once why, not per write refused
         log.warning("agent-link mcp serves reads only: %s", app.read_only.message)
     app.mcp_connection = app.hooks.mcp_connection(_Notifications(write_stream))
-    plugin, peer = app.mcp_connection if app.mcp_connection is not None else ("", None)
-    connection = _Connection()
-    _CONNECTION.set(connection)  # for a transport whose items carry no context
-    read_stream, write_stream = (_Watched(app, plugin, peer, read_stream, write_stream, connection),
-                                 _Watched(app, plugin, peer, write_stream, write_stream, connection))
+    peer = None
+    if app.mcp_connection is not None:
+        plugin, peer = app.mcp_connection
+        read_stream, write_stream = (_Watched(app, plugin, peer, read_stream, write_stream),
+                                     _Watched(app, plugin, peer, write_stream, write_stream))
     try:  # the first prompt then pays no rebuild
         refresh_registry(app.config.state_dir, app.hooks)
     except Exception:  # the hook rebuilds it itself; a failure here only costs that
@@ -144,72 +150,30 @@ async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:
         tg.cancel_scope.cancel()
 
 
-class _Connection:
-    """One connection :func:`serve_streams` serves: ``left`` once its client closed its input, ``unanswered`` the ids of
-    the requests it sent that have no answer yet."""
-
-    def __init__(self) -> None:
-        self.left = False
-        self.unanswered: set[Any] = set()
-
-
-def client_left() -> bool:
-    """Whether the client of the connection the running tool call serves closed its input (:func:`serve_streams`)."""
-    connection = _CONNECTION.get()
-    return connection is not None and connection.left
-
-
 class _Watched:
-    """One side of the transport (``inner``: its read or write stream) of ``connection`` as the SDK's server gets it; while
-    ``plugin`` watches the connection (``agent_link_mcp_connection``; ``peer`` None: none does) each item passes ``peer.inbound``
-    or ``peer.outbound`` through the boundary first (an item ``outbound`` answers is written instead); a watcher that faults
-    lets the item through as it is. The end of the input is the client leaving (the MCP stdio shutdown: it closes stdin,
-    waits, then sends SIGTERM): from then on no tool call marks mail read (:func:`client_left`), and the calls under way get
-    :data:`LEFT_GRACE_S` to answer (a pipe still reads them) before the connection ends, cancelling them."""
+    """One side of the transport (``inner``: its read or write stream) as the SDK's server gets it while ``plugin`` watches
+    the connection (``agent_link_mcp_connection``): each item passes ``peer.inbound`` or ``peer.outbound`` through the
+    boundary first (an item ``outbound`` answers is written instead); a watcher that faults lets the item through as it is."""
 
-    def __init__(self, app: App, plugin: str, peer: Any, inner: Any, write: Any, connection: _Connection) -> None:
+    def __init__(self, app: App, plugin: str, peer: Any, inner: Any, write: Any) -> None:
         self._boundary, self._plugin, self._peer, self._inner, self._write = app.hooks.boundary, plugin, peer, inner, write
-        self._connection = connection
 
     def _told(self, method: str, item: Any) -> Any:
-        if self._peer is None:
-            return None
         return self._boundary.call(self._plugin, f"agent_link_mcp_connection.{method}", lambda: getattr(self._peer, method)(item),
                                    check=partial(_inbound_problem if method == "inbound" else _outbound_problem, item))
 
     @property
     def last_context(self) -> Any:
-        """The transport's sender context of the last item, when it has one: the SDK runs the item's handler in it, so it
-        gets the connection (:func:`client_left`)."""
-        context = getattr(self._inner, "last_context", None)
-        if context is not None and context.get(_CONNECTION) is not self._connection:
-            context = context.copy()
-            context.run(_CONNECTION.set, self._connection)
-        return context
+        """The transport's sender context of the last item, when it has one (the SDK reads it)."""
+        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
-        try:
-            item = await self._inner.receive()
-            while (answer := self._told("inbound", item)) is not None:
-                await self._write.send(answer)
-                item = await self._inner.receive()
-        except anyio.EndOfStream:
-            self._connection.left = True
-            with anyio.move_on_after(LEFT_GRACE_S):
-                while self._connection.unanswered:
-                    await anyio.sleep(0.05)
-            raise
-        message = getattr(item, "message", None)
-        if isinstance(message, types.JSONRPCRequest):
-            self._connection.unanswered.add(message.id)
-        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-            self._connection.unanswered.discard((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+        while (answer := self._told("inbound", item := await self._inner.receive())) is not None:
+            await self._write.send(answer)
         return item
 
     async def send(self, item: Any) -> None:
         await self._inner.send(self._told("outbound", item) or item)
-        if isinstance(message := getattr(item, "message", None), (types.JSONRPCResponse, types.JSONRPCError)):
-            self._connection.unanswered.discard(message.id)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -36,9 +36,8 @@ Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
 def client_gone() -> bool:
-    """Whether the MCP client of the tool call running has gone: it closed its input (the server's stdin), or it died (this
-    process was re-parented since ``entry.PARENT_PID``). Nobody would receive what the call finds then, so it marks
-    nothing read or delivered. False outside an MCP server."""
+    """Whether the MCP client of the tool call running has gone (it closed its input, or this process was re-parented
+    since ``entry.PARENT_PID``), so the call marks no mail read or delivered. False outside an MCP server."""
     server = sys.modules.get("agent_link_core.server")  # not imported: the CLI's commands do not serve
     if server is not None and server.client_left():
         return True

@@ -62,6 +62,9 @@ log = logging.getLogger(__name__)
 # The largest request line read whole (bytes, newline excluded). A 64 KiB body escaped as
 # JSON (\uXXXX for every character) stays far below; anything longer is refused unread.
 MAX_LINE_BYTES = 8 * 1024 * 1024
+# How long calls under way may still answer once the client has closed its input (seconds): a pipe
+# still reads them; a client that left (the MCP stdio shutdown) sends SIGTERM after its own wait.
+DRAIN_BOUND_S = 3.0
 # How much of the input is read at once (bytes).
 READ_CHUNK_BYTES = 1 << 16
 # The pipe size asked for the output (bytes; Linux's default pipe-max-size).
@@ -383,6 +386,7 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
         write_stream, writer_out = create_context_streams[SessionMessage](0)
         lines_in, lines_out = anyio.create_memory_object_stream[bytes](64)
         pending: dict[int | str, list[dict[str, Any]]] = {}
+        unanswered: set[int | str] = set()  # requests the server has not answered yet
         source, sink = stdin, stdout
 
         answers, out = lines_in.clone(), lines_in.clone()
@@ -397,10 +401,21 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
             front = None
 
         async def read_lines() -> None:
+            from agent_link_core.server import INPUT_ENDED
+
+            ended = [False]
+            INPUT_ENDED.set(ended)  # in the context each item is sent from: its handler's
             async with reader_in, answers:
                 while True:
                     got = await lines.next()
-                    if got is None:  # the client left: the server gives calls under way a grace (agent_link_core.server)
+                    if got is None:
+                        # A client that closes its input after its last request (a pipe) still
+                        # reads the answers: calls under way finish first, within a bound, and
+                        # mark no mail read (it may have left: agent_link_core.server.client_left).
+                        ended[0] = True
+                        with anyio.move_on_after(DRAIN_BOUND_S):
+                            while unanswered:
+                                await anyio.sleep(0.05)
                         return
                     raw, too_long = got
                     if not raw.strip():
@@ -410,8 +425,13 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                         await answers.send(json.dumps(outcome.answer, ensure_ascii=False).encode("utf-8") + b"\n")
                     if outcome.message is None:
                         continue
-                    if isinstance(outcome.message, types.JSONRPCRequest) and outcome.warnings:
-                        pending[outcome.message.id] = outcome.warnings
+                    if isinstance(outcome.message, types.JSONRPCNotification) and outcome.message.method == "notifications/cancelled":
+                        # a cancelled request gets no answer (MCP): the drain at EOF must not wait for it
+                        unanswered.discard((outcome.message.params or {}).get("requestId"))  # type: ignore[arg-type]
+                    if isinstance(outcome.message, types.JSONRPCRequest):
+                        unanswered.add(outcome.message.id)
+                        if outcome.warnings:
+                            pending[outcome.message.id] = outcome.warnings
                     await reader_in.send(SessionMessage(outcome.message))
 
         async def encode_responses() -> None:
@@ -421,6 +441,7 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                     warnings = None
                     if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
                         warnings = pending.pop(message.id, None)
+                        unanswered.discard(message.id)
                     if warnings:
                         data = add_warnings(message.model_dump(mode="json", by_alias=True, exclude_unset=True), warnings)
                         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))

@@ -217,7 +217,7 @@ async def test_a_malformed_opening_request_gets_one_answer_also_from_the_start_u
 
 def test_calls_under_way_are_answered_after_the_client_closes_its_input() -> None:
     """A client that writes its requests and closes stdin (a pipe) still gets the answers of calls
-    that end within the grace a client that left gets (agent_link_core.server.LEFT_GRACE_S): here a
+    that end within stdio_transport.DRAIN_BOUND_S: here a
     send that waits for a reply (which never comes) until its timeout."""
     import subprocess
 
