@@ -40,18 +40,17 @@ class App:
     Build with :meth:`create`. Not thread-safe; the MCP server uses one per process.
 
     :param config: parsed settings.
-    :param hooks: the plugin facade (its ``report``, what loading found, is :attr:`plugin_report`).
+    :param hooks: the plugin facade; its ``loaded``, ``blocked`` and ``failed`` say what loading found.
     :param env: the environment the process runs in (identity, host detection).
     """
 
     def __init__(self, config: Config, hooks: Hooks, env: Mapping[str, str], read_only_ok: bool = False) -> None:
         self.config = config
         self.hooks = hooks
-        self.plugin_report: Hooks = hooks
         self.env = env
         hooks.app = self
         hooks.boundary.sink = lambda problem: boundary.append_problem(config.state_dir, problem,
-                                                                 self.plugin_report.installed(env).get(problem["plugin"]))
+                                                                 self.hooks.installed(env).get(problem["plugin"]))
         self._skip_hung_elsewhere()
         #: harnesses by name; a declared one is built (its host's modules imported) when first used
         self.harnesses = HarnessTable(hooks.harnesses(), self._build_harness)
@@ -127,7 +126,7 @@ class App:
     def _skip_hung_elsewhere(self) -> None:
         """Skip the hooks another process lately interrupted (:func:`boundary.hung_lately`); an upgraded plugin is tried again."""
         hung = boundary.hung_lately(self.config.state_dir)
-        installed = self.plugin_report.installed(self.env) if hung else {}
+        installed = self.hooks.installed(self.env) if hung else {}
         for entry in hung:
             name = entry["plugin"]
             if name in installed and entry.get("version") in (None, installed[name] or entry.get("version")):
@@ -138,7 +137,7 @@ class App:
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
         """Open the database with the core's migrations, then each plugin's (one whose migration fails is left out,
         reported). Raises ``state_io_error`` when the database is unusable."""
-        plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
+        plugins = set(self.hooks.loaded)  # a plugin's migrations carry its name
         store = Store(path, [m for m in migrations if m.owner not in plugins], busy_timeout_ms=self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
         owners = dict.fromkeys(m.owner for m in migrations if m.owner in plugins)
         done = store.applied() if owners else set()

@@ -117,8 +117,8 @@ def plugins_view(app: App) -> dict[str, Any]:
     Imports every plugin and collects every tool first: one that cannot be imported or a refused tool is a problem."""
     app.hooks.load_all()
     app.hooks.tools()
-    view = app.plugin_report.as_dict()
-    installed = app.plugin_report.installed(app.env)
+    view = app.hooks.as_dict()
+    installed = app.hooks.installed(app.env)
     view["elsewhere"] = [e for e in boundary.recent_elsewhere(app.config.state_dir, view["problems"], installed)
                          if e["plugin"] not in view["blocked"]]
     if unknown := [name for name in view["blocked"] if name not in installed]:  # a misspelt name disables nothing: said

@@ -118,7 +118,6 @@ class Hooks:
         self.specs = dict(CORE_SPECS)
         #: ``{hook: (plugin, its hookspecs module)}`` of the hooks plugins specify (in :attr:`specs` once imported)
         self.spec_of: dict[str, tuple[str, str]] = {}
-        self.report = self  # the loading report: these hooks themselves
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
         self.boundary.on_disable = self._disable
@@ -404,10 +403,6 @@ class Hooks:
         for name, timed in self.boundary.timing_report().items():
             view.setdefault(name, {}).update(timed)
         return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
-
-    def problems(self) -> list[dict[str, Any]]:
-        """Every plugin failure recorded in this process: ``{plugin, hook, error, fix, disabled, count}``, oldest first."""
-        return self.boundary.report()
 
     def harnesses(self) -> dict[str, Harness]:
         """All accepted harnesses by name (address scheme)."""

@@ -521,7 +521,7 @@ async def test_bad_contributions_are_refused_naming_plugin_hook_and_fix(what: st
     try:
         trigger_commands(app)
         await assert_core_serves(app, good)
-        assert "bad" in app.plugin_report.failed  # left out whole
+        assert "bad" in app.hooks.failed  # left out whole
         assert "bad" not in app.harnesses and "bad_tool" not in tool_names(app)
         assert app.hooks.tools()["message_agent"].description.startswith("Send")
         assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] >= 2
@@ -533,7 +533,7 @@ async def test_bad_contributions_are_refused_naming_plugin_hook_and_fix(what: st
 def test_a_refusal_message_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     app, _ = make_app(Contributes("core_setting"), monkeypatch, "wrong")
     try:
-        (problem,) = app.hooks.problems()
+        (problem,) = app.hooks.boundary.report()
         assert problem["hook"] == "agent_link_register_settings"
         assert "AGENT_LINK_STATE_DIR" in problem["error"] and "core's own setting" in problem["error"]
         assert problem["fix"].startswith("A plugin cannot redefine a core setting")
@@ -550,7 +550,7 @@ def test_a_misspelt_hook_is_reported_and_the_rest_loads(monkeypatch: pytest.Monk
 
     app, _ = make_app(Typo(), monkeypatch, "wrong")
     try:
-        assert "agent_link_health_section" in app.plugin_report.failed["bad"]
+        assert "agent_link_health_section" in app.hooks.failed["bad"]
         assert "good" in app.harnesses
         assert_reported(app, "load")
     finally:
@@ -591,8 +591,8 @@ def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatc
 
         app.hooks.call("agent_link_on_event", event=Event("sent", None, 1))
         assert order == ["first", "middle", "last"]
-        assert [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.problems()] == [("wraps", "load", True)]
-        assert "wrappers are not supported" in app.plugin_report.failed["wraps"]
+        assert [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.boundary.report()] == [("wraps", "load", True)]
+        assert "wrappers are not supported" in app.hooks.failed["wraps"]
     finally:
         app.close()
 
@@ -665,8 +665,8 @@ async def test_a_plugin_cannot_claim_another_plugins_harness_name(monkeypatch: p
     app = App.create(extra_plugins=(("thief", Thief()), ("good", good)))
     try:
         assert app.harnesses["good"] is good.harness
-        assert "thief" in app.plugin_report.failed and "good" not in app.plugin_report.failed
-        (problem,) = [p for p in app.hooks.problems() if p["plugin"] == "thief"]
+        assert "thief" in app.hooks.failed and "good" not in app.hooks.failed
+        (problem,) = [p for p in app.hooks.boundary.report() if p["plugin"] == "thief"]
         assert "plugin 'good' already registered" in problem["error"]
         await assert_core_serves(app, good)
     finally:
@@ -883,6 +883,6 @@ async def test_a_damaged_database_is_the_stores_problem_not_the_plugin_that_met_
         with pytest.raises(AgentLinkError) as caught:
             await app.send(caller=me, to="team:bob", body="after the damage")
         assert caught.value.code == "state_io_error" and caught.value.details["reason"] == "corrupt"
-        assert not [p for p in app.hooks.problems() if p["plugin"] == "reader"]
+        assert not [p for p in app.hooks.boundary.report() if p["plugin"] == "reader"]
     finally:
         app.close()

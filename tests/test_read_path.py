@@ -249,8 +249,8 @@ def test_a_refused_envelope_answer_leaves_out_that_plugin_s_contributions_to_the
         assert len(envelopes) == 3 and [m["id"] for m in out["messages"]] == ids
         assert all('via="role:good"' in e and '<note by="good" />' in e for e in envelopes)
         assert "<refused" not in out["renderedBlock"] and "<foreign" not in out["renderedBlock"]
-        [problem] = [p for p in application.hooks.problems() if p["plugin"] == "refused"]
+        [problem] = [p for p in application.hooks.boundary.report() if p["plugin"] == "refused"]
         assert problem["hook"] == "agent_link_render_envelopes" and "'via' and 'procedure'" in problem["error"]
-        assert not [p for p in application.hooks.problems() if p["plugin"] in ("foreign", "good")]
+        assert not [p for p in application.hooks.boundary.report() if p["plugin"] in ("foreign", "good")]
     finally:
         application.close()
