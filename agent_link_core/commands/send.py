@@ -154,8 +154,8 @@ async def send_reliably(
     ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and echoed as ``clientMessageId``); an
     ``unknown`` push is pushed again only with ``retry_unknown``. ``ttl_ms`` (ms) counts from the first attempt;
     ``retry_delays_ms`` (:func:`retry_delays`) space the pushes again of one that failed before the host accepted it.
-    ``require_known``: :meth:`~agent_link_core.sending.Outbox.unseen_address`. ``envelope_format``: a form the
-    recipient's harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
+    ``require_known``: :meth:`~agent_link_core.sending.Outbox.unseen_address`. ``envelope_format``: stored as the
+    message's ``envelopeFormat``, for the plugin that offers it to check (``agent_link_before_send``) and render.
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
         an unusable state dir (``state_io_error``).
@@ -164,7 +164,6 @@ async def send_reliably(
         "correlationId": correlation_id, "senderProject": sender_project, "senderLabel": sender_label})
     try:
         resolved = await app.directory.resolve_target(target, sender)
-        app.outbox.check_format(envelope_format, resolved, "a target")
         # a role stays the recipient: the send finds its holder and keeps the role (``via``)
         recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
         # the expiry is stored before the first push (the envelope the target reads says it); a resend never extends it

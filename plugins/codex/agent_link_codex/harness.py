@@ -73,8 +73,6 @@ class CodexHarness(Harness):
     env_variables = ("CODEX_HOME",)  # transcripts, config, the app-server's control socket
     # ``added`` / ``updated`` / ``registry-full`` once ``--socket PATH`` registered its endpoint
     # in this process (reported by ``sessions`` and ``send``, as agent-session-intercom does).
-    # message formats this harness can put in front of a model besides agent-link's envelope
-    envelope_formats = ("intercom-v2",)
     endpoint_registration: str | None = None
     # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
     sender_options = SENDER_OPTIONS
