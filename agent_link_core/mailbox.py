@@ -385,11 +385,9 @@ class Mailbox:
                 view[key] = meta["fingerprint"][key]
         return view
 
-    def to_views(self, rows: Sequence[sqlite3.Row], *, now: int | None = None,
-                 metas: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
-        """:meth:`to_view` of every row, their states read together at ``now`` (epoch ms); ``metas``: decoded metadata, if known."""
-        metas = [None] * len(rows) if metas is None else metas
-        return [self.to_view(row, state, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
+    def to_views(self, rows: Sequence[sqlite3.Row], *, now: int | None = None) -> list[dict[str, Any]]:
+        """:meth:`to_view` of every row, their states read together at ``now`` (epoch ms)."""
+        return [self.to_view(row, state) for row, state in zip(rows, self.states(rows, now), strict=True)]
 
     def envelope(self, row: sqlite3.Row) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message."""

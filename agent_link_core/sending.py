@@ -322,7 +322,7 @@ def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     """The common result fields of a send (message_agent, CLI send)."""
-    row = outcome.row if outcome.row is not None else app.mailbox.stored(outcome.message["id"])
+    row = outcome.row
     state = outcome.state if outcome.state is not None else app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {
