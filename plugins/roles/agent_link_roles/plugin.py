@@ -130,7 +130,6 @@ def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dic
 
 def _role_contribution(message: dict[str, Any], role: dict[str, Any], app: App) -> EnvelopeContribution:
     """``via``, ``procedure`` and the procedure's text (the first time) of a message sent to a role."""
-    from agent_link_core.envelope import render_element
     from agent_link_core.records import EnvelopeContribution
 
     name = role["name"]
@@ -147,8 +146,23 @@ def _role_contribution(message: dict[str, Any], role: dict[str, Any], app: App) 
         log.exception("procedure text lookup failed for %s", message.get("id"))
         return contribution
     if text is not None:
-        contribution.elements.append(render_element("procedure", [("name", name), ("version", str(procedure["version"]))], text))
+        contribution.elements.append(procedure_element(name, str(procedure["version"]), text, contribution))
     return contribution
+
+
+def procedure_element(name: str, version: str, text: str, contribution: EnvelopeContribution) -> str:
+    """``<procedure name version>text</procedure>``, the text cut (saying where the whole is) to what the core renders of
+    one message's contribution with ``contribution``'s attributes (:data:`~agent_link_core.boundary.MAX_CONTRIBUTION_CHARS`)."""
+    from agent_link_core.boundary import MAX_CONTRIBUTION_CHARS
+    from agent_link_core.envelope import render_element
+
+    attrs, room = [("name", name), ("version", version)], MAX_CONTRIBUTION_CHARS - sum(map(len, contribution.attributes.values()))
+    element, cut = render_element("procedure", attrs, text), len(text)
+    more = f"\n[cut here: get_agent_role with role {name!r} and includeProcedure true shows the whole procedure]"
+    while len(element) > room and cut > 0:  # escaping only lengthens text: each pass cuts what is still over
+        cut -= len(element) - room
+        element = render_element("procedure", attrs, text[:max(cut, 0)] + more)
+    return element
 
 
 @hookimpl(optionalhook=True)  # the codex plugin's hook
