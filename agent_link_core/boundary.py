@@ -270,9 +270,12 @@ def _on_sigint(signum: int, frame: Any) -> None:
     _signal.default_int_handler(signum, frame)
 
 
+_TIMER = object()  # the argument of the timer's Overran: one a plugin raised itself is an ordinary fault
+
+
 def _on_alarm(signum: int, frame: Any) -> None:
     if _frames and time.monotonic() >= _frames[-1].deadline:  # only the code running now is blamed
-        raise Overran()
+        raise Overran(_TIMER)
 
 
 def watch_interrupts() -> None:
@@ -436,17 +439,14 @@ class Boundary:
         timing[:] = timing[0] + 1, ms, max(timing[2], ms)
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
-                frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
-                prefix: str = "") -> bool:
+                passing: tuple[type[BaseException], ...] = (), disable: bool = False, prefix: str = "") -> bool:
         """Record ``exc`` as ``plugin``'s fault in ``hook``; False (the caller re-raises it) when it is not the
-        plugin's: :func:`plugin_fault`, one of the ``passing`` types, an overrun of an enclosing call."""
+        plugin's: :func:`plugin_fault`, one of the ``passing`` types."""
         if not plugin_fault(exc, sigints_before) or isinstance(exc, passing):
             return False
-        if isinstance(exc, Overran) and frame is not None and time.monotonic() < frame.deadline:
-            return False  # the budget of an enclosing call ran out: that caller is to blame
         if isinstance(exc, Refused):
             return True  # recorded by the register callback, which left the plugin out
-        if isinstance(exc, Overran):
+        if isinstance(exc, Overran) and exc.args == (_TIMER,):
             self.hung[(plugin, hook)] = math.inf
             self.fault(plugin, hook, f"{HUNG} {self.timeout_ms} ms and was interrupted; not called again "
                        f"in this process or for {HUNG_SKIP_S // 60} min in others", fix=HUNG_FIX, disable=disable)
@@ -478,7 +478,7 @@ class Boundary:
             problem = check(result, plugin) if check is not None and result is not None else None
         except BaseException as exc:
             _disarm(frame)
-            if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
+            if not self.contain(exc, plugin, hook, sigints, passing=passing, disable=disable, prefix=prefix):
                 raise
             return default
         finally:
@@ -539,7 +539,7 @@ class Boundary:
             problem = check(result, plugin)
         except BaseException as exc:
             _disarm(frame)
-            if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing):
+            if not self.contain(exc, plugin, hook, sigints, passing=passing):
                 raise
             return default
         finally:

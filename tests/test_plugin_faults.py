@@ -886,3 +886,21 @@ async def test_a_damaged_database_is_the_stores_problem_not_the_plugin_that_met_
         assert not [p for p in app.hooks.boundary.report() if p["plugin"] == "reader"]
     finally:
         app.close()
+
+
+def test_a_plugin_raising_the_timers_overran_itself_is_an_ordinary_fault() -> None:
+    """The boundary's own ``Overran`` raised by a plugin, within its budget, is that plugin's fault like any other
+    exception: contained, reported in its words, the plugin not marked hung (found by review: it was taken for an
+    enclosing call's overrun and re-raised past the boundary)."""
+    from agent_link_core import boundary
+
+    boundary.watch_interrupts()
+    guard = boundary.Boundary(timeout_ms=60_000)
+
+    def raises() -> None:
+        raise boundary.Overran("mine")
+
+    assert guard.call("sly", "agent_link_on_event", raises, default="fallback") == "fallback"
+    assert ("sly", "agent_link_on_event") not in guard.hung
+    assert [p.error for p in guard.problems.values() if p.plugin == "sly"] == ["Overran: mine"]
+    assert boundary._frames == []
