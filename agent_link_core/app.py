@@ -22,7 +22,7 @@ from agent_link_core.mailbox import Mailbox, Visibility
 from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme
 from agent_link_core.plugins import Hooks, MigrationUnavailable, plugins_of
 from agent_link_core.settings_file import with_settings
-from agent_link_core.store import Migration, Store, ensure_private_dir
+from agent_link_core.store import Migration, Store, disk_full, ensure_private_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,7 +61,8 @@ class App:
             self.store = self._open_store(config.db_path, migrations)
         except AgentLinkError as exc:
             state_dir = os.path.dirname(os.path.abspath(config.db_path))
-            exc = disk_full_error(exc, config.db_path)
+            if exc.details.get("reason") == "io_error":  # SQLite's word when it cannot make the -shm index of a full disk
+                exc = disk_full(config.db_path) or exc
             refusal = read_only_error(state_dir) if not os.access(state_dir, os.W_OK | os.X_OK) else exc
             if not read_only_ok or not os.path.isfile(config.db_path) or refusal.details.get("reason") not in READ_ON:
                 raise _name_the_setting(exc, config) from exc
@@ -327,24 +328,6 @@ def configure_logging(config: Config) -> None:
 
 #: why a database that cannot be opened for writing is still opened to be read (``read_only_ok``)
 READ_ON = ("read_only", "disk_full", "corrupt")
-
-
-def disk_full_error(exc: AgentLinkError, path: str) -> AgentLinkError:
-    """``exc``, or ``disk_full`` when the disk holding ``path`` has no space left (SQLite then
-    reports a plain I/O error, as it cannot make the WAL's ``-shm`` index)."""
-    import errno
-
-    from agent_link_core.store import database_error
-
-    if exc.details.get("reason") != "io_error":
-        return exc
-    try:
-        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
-    except OSError:
-        return exc
-    if fs.f_bavail * fs.f_frsize >= 64 * 1024:  # bytes: room for the -shm index (32 KiB) and more
-        return exc
-    return database_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
 
 
 def read_only_error(state_dir: str) -> AgentLinkError:

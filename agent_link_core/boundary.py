@@ -134,11 +134,6 @@ _CALL: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("agent_
 _PLUGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_link_hook_plugin", default=None)
 
 
-def current_plugin() -> str | None:
-    """The plugin whose hook implementation is running in this context, if any."""
-    return _PLUGIN.get()
-
-
 def check_migrations(result: Any, plugin: str, *, declared: bool = False) -> str | None:
     """Why ``plugin``'s ``agent_link_schema`` answer is refused, else None; ``declared``: migrations a package
     declares (:class:`~agent_link_core.plugins.DeclaredMigration`), whose SQL is read when applied."""
@@ -470,6 +465,7 @@ class Boundary:
             return default
         sigints = _sigints
         token = _PLUGIN.set(plugin)
+        out, sys.stdout = sys.stdout, sys.stderr  # a plugin's print never reaches stdout (MCP, --json, a hook's answer)
         frame = _arm(self.timeout_ms / 1000)
         started = time.monotonic() if frame is None else frame.started
         try:
@@ -484,6 +480,7 @@ class Boundary:
         finally:
             self._timed(plugin, hook, (_disarm(frame) - started) * 1000)
             _PLUGIN.reset(token)
+            sys.stdout = out if out is not sys.stderr else sys.stdout  # one that found it diverted: left to that call
         return self._refused(plugin, hook, result, problem, default, disable)
 
     def _refused(self, plugin: str, hook: str, result: Any, problem: str | None, default: Any, disable: bool = False) -> Any:
@@ -551,9 +548,9 @@ _STARTED = object()  # no step taken yet
 
 
 @types.coroutine
-def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED) -> Generator[Any, Any, Any]:
+def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED, divert: bool = True) -> Generator[Any, Any, Any]:
     """Drive ``awaitable`` step by step on the running loop, each synchronous step bounded by ``budget_s`` (0: not
-    bounded); ``pending``: what it yielded at a first step its caller took."""
+    bounded), its prints on stderr with ``divert`` (plugin code); ``pending``: what it yielded at a first step its caller took."""
     coro = awaitable.__await__()
     value: Any = None
     error: BaseException | None = None
@@ -564,12 +561,14 @@ def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED)
             except BaseException as exc:  # thrown in by the event loop (a cancellation): passed on
                 value, error = None, exc
         frame = _arm(budget_s)
+        out, sys.stdout = sys.stdout, sys.stderr if divert else sys.stdout
         try:
             pending = coro.send(value) if error is None else coro.throw(error)
         except StopIteration as stop:
             return stop.value
         finally:
             _disarm(frame)
+            sys.stdout = out if out is not sys.stderr else sys.stdout
 
 
 def run_inline(coro: Coroutine[Any, Any, T]) -> T:
@@ -586,7 +585,7 @@ def run_inline(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     async def rest() -> T:
-        return await stepped(coro, 0, first)  # type: ignore[no-any-return]
+        return await stepped(coro, 0, first, divert=False)  # type: ignore[no-any-return]
 
     return asyncio.run(rest())
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from agent_link_core import discovery, hookspecs, lazy
 from agent_link_core.lazy import Struct, field
 from agent_link_core.config import Setting, check_setting
-from agent_link_core.boundary import (CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, _guarded, check_migrations,
-                                     current_plugin, run_blocking, timeout_from_env)
+from agent_link_core.boundary import (_PLUGIN, CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, _guarded, check_migrations,
+                                     run_blocking, timeout_from_env)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -347,7 +347,7 @@ class Hooks:
             offered: list[tuple[str, Any]] = []
 
             def register(record: Any) -> None:
-                plugin = current_plugin() or "?"
+                plugin = _PLUGIN.get() or "?"
                 if plugin in self.boundary.disabled:
                     return
                 try:
@@ -450,7 +450,7 @@ class Hooks:
         original = cli.add_command
 
         def add_command(cmd: click.Command, name: str | None = None) -> None:
-            plugin = current_plugin()
+            plugin = _PLUGIN.get()  # the plugin whose hook is running
             taken = name or cmd.name
             if plugin is not None and taken in cli.commands:
                 self.boundary.fault(plugin, "agent_link_register_commands", f"adds command {taken!r}, which exists already",

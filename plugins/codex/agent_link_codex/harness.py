@@ -514,7 +514,7 @@ class CodexHarness(Harness):
             except (AgentLinkError, AppServerError, AppServerUnavailable) as exc:
                 log.info("codex background pass: %s", exc)
             except Exception:  # one bad pass must not end background delivery
-                log.exception("codex background pass failed")
+                log.exception("agent-link: codex background pass failed")
 
     async def aclose(self) -> None:
         """Close the app-server connections and stop the private app-server (idempotent)."""
@@ -567,7 +567,7 @@ class CodexHarness(Harness):
             try:
                 await self.remind(app)
             except Exception:  # a failing pass (e.g. the database busy) must not end the loop
-                log.exception("codex reminder sweep failed")
+                log.exception("agent-link: codex reminder sweep failed")
 
     async def remind(self, app: Any) -> int:
         """Offer each Codex thread with reminders due a reminder turn (:meth:`push_reminders`); one that raises is
@@ -579,7 +579,7 @@ class CodexHarness(Harness):
             try:
                 reminded += await self.push_reminders(app, address)
             except Exception:
-                log.exception("pushing reminders to %s failed", address)
+                log.exception("agent-link: pushing reminders to %s failed", address)
         return reminded
 
     async def push_reminders(self, app: Any, address: str) -> bool:

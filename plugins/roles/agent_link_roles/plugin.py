@@ -143,7 +143,7 @@ def _role_contribution(message: dict[str, Any], role: dict[str, Any], app: App) 
     try:
         text = text_for(app.store, name, message["recipient"], procedure["sha256"], message["id"])
     except Exception:  # a missing text must never stop the message itself from rendering
-        log.exception("procedure text lookup failed for %s", message.get("id"))
+        log.exception("agent-link: procedure text lookup failed for %s", message.get("id"))
         return contribution
     if text is not None:
         contribution.elements.append(procedure_element(name, str(procedure["version"]), text, contribution))
