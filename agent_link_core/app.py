@@ -19,7 +19,7 @@ from agent_link_core.config import Config, load_config
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility
-from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme
+from agent_link_core.model import EXTERNAL, Caller, address_scheme
 from agent_link_core.plugins import Hooks, MigrationUnavailable, plugins_of
 from agent_link_core.settings_file import with_settings
 from agent_link_core.store import Migration, Store, disk_full, ensure_private_dir
@@ -242,7 +242,8 @@ class App:
         """``harness.get_session`` through the boundary: a fault or a hang is reported and is "not found"."""
         from agent_link_core.harness import acall_harness
 
-        return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id), check=Session)
+        return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id),
+                                  check=boundary.expect(boundary.is_session, "expected None or a Session of the documented types"))
 
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""

@@ -200,10 +200,16 @@ def _each(ok: Callable[[Any], bool], kinds: tuple[type[Collection[Any]], ...] = 
     return lambda result: isinstance(result, kinds) and all(ok(item) for item in result)
 
 
-def _is_session(value: Any) -> bool:
+def is_session(value: Any) -> bool:
+    """A :class:`~agent_link_core.model.Session` whose fields a listing can show (their documented types)."""
     from agent_link_core.model import Session
 
-    return isinstance(value, Session)
+    text, dict_, strings = (str, type(None)), (dict, type(None)), (tuple, list)
+    kinds: dict[str, Any] = dict(address=str, harness=str, id=str, title=text, cwd=text, surface=strings, loaded=(bool, type(None)), archived=bool,
+                 last_activity_ms=(int, type(None)), receive=dict_, aliases=strings, extra=dict_)
+    return (isinstance(value, Session) and all(isinstance(getattr(value, k), t) for k, t in kinds.items())
+            and all(isinstance(item, str) for item in (*value.surface, *value.aliases)))
+
 
 
 def _str(value: Any) -> bool:
@@ -228,7 +234,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
                                          and _warnings([r["warning"]] if r.get("warning") is not None else []),
                                          "expected None or a dict with a boolean 'known' (and a 'warning' {'code': str, 'message': str})"),
     "agent_link_held_messages": expect(_each(_str, (set, frozenset, list, tuple)), "expected message ids"),
-    "agent_link_present_sessions": expect(_each(_is_session), "expected None or a list of Session"),
+    "agent_link_present_sessions": expect(_each(is_session), "expected None or a list of Session"),
     "agent_link_suggest_addresses": expect(_each(_str), "expected None or a list of addresses"),
     "agent_link_server_tasks": expect(_each(callable), "expected None or a list of coroutine functions"),
     "agent_link_mcp_connection": expect(lambda r: all(callable(getattr(r, m, None)) for m in ("inbound", "outbound", "view")),

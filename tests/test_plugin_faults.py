@@ -904,3 +904,54 @@ def test_a_plugin_raising_the_timers_overran_itself_is_an_ordinary_fault() -> No
     assert ("sly", "agent_link_on_event") not in guard.hung
     assert [p.error for p in guard.problems.values() if p.plugin == "sly"] == ["Overran: mine"]
     assert boundary._frames == []
+
+
+class _OddSessions(Harness):
+    """Sessions whose fields are not of their documented types (``receive`` a string, ``extra`` a list, a time as
+    text), and one leaving ``receive``/``extra`` as None."""
+
+    name = "odd"
+
+    def __init__(self, junk: bool) -> None:
+        self.junk = junk
+
+    def _session(self) -> Session:
+        if self.junk:
+            return Session("odd:one", "odd", "one", receive="push", extra=["x"], last_activity_ms="soon")  # type: ignore[arg-type]
+        return Session("odd:one", "odd", "one", receive=None, extra=None)  # type: ignore[arg-type]
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        return SessionListing([self._session()])
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return self._session() if session_id == "one" else None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("junk", [True, False])
+async def test_sessions_a_listing_cannot_show_are_their_harness_fault(junk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A harness's session with fields of the wrong types is refused as that harness's fault (its listing and lookup
+    left out, reported) and list_agents/resolve_agent go on; ``receive``/``extra`` left None read as their defaults
+    (found by review: the core's ``session_view`` raised on them, failing list_agents for every caller)."""
+    harness = _OddSessions(junk)
+
+    class Plugin:
+        @hookimpl
+        def agent_link_register_harnesses(self, register: Any) -> None:
+            register(harness)
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("odd", Plugin()),))
+    try:
+        listed = await app.list_agents()
+        resolved = await app.resolve_agent("odd:one")
+        problems = {p["hook"] for p in app.health()["plugins"]["problems"] if p["plugin"] == "odd"}
+        if junk:
+            assert listed["sessions"] == [] and listed["providers"]["odd"]["reason"] == "harness_failed"
+            assert {"harness.odd.list_sessions", "harness.odd.get_session"} <= problems, problems
+        else:
+            assert [s["receive"] for s in listed["sessions"]] == [{"push": None, "nudge": None, "pull": True}]
+            assert resolved["status"] == "resolved" and not problems
+        json.dumps([listed, resolved])
+    finally:
+        await app.aclose()
