@@ -399,7 +399,7 @@ class Mailbox:
         messages = messages or [self.row_dict(row) for row in rows]
         # read before the hooks see them: what a plugin does to the metadata stays its own
         facts = [(bool(m["metadata"].get("sender", {}).get("verified")), m["metadata"].get("via")) for m in messages]
-        answers = self.hooks.call("agent_link_render_envelopes", messages=messages) if self.hooks is not None and rows else []
+        answers = self.hooks.call("agent_link_render_envelopes", messages=tuple(messages)) if self.hooks is not None and rows else []
         for row, (verified, meta_via) in zip(rows, facts, strict=True):
             added = [answer[row["id"]] for answer in answers if row["id"] in answer]
             attributes = {key: value for contribution in added for key, value in contribution.attributes.items()}

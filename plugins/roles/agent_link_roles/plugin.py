@@ -121,7 +121,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...], app: App) -> dict[str, EnvelopeContribution] | None:
     roles = [(m, role) for m in messages if isinstance(role := m.get("metadata", {}).get("role"), dict) and role.get("name")]
     if not roles:
         return None  # most mail: decided before any import

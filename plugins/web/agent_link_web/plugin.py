@@ -62,7 +62,7 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
     written = [m for m in messages if (m.get("metadata") or {}).get(AUTHOR_KEY) == ORIGIN]
     if not written:
         return None
