@@ -955,3 +955,31 @@ async def test_sessions_a_listing_cannot_show_are_their_harness_fault(junk: bool
         json.dumps([listed, resolved])
     finally:
         await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_an_envelope_plugin_cannot_hide_a_reads_messages_from_the_plugins_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The envelope hook's messages are one sequence for every plugin of a read: one that tries to empty it fails alone,
+    and the next still adds to every message (found by review: a shared list could be emptied in place)."""
+
+    class Emptier:
+        @hookimpl(tryfirst=True)
+        def agent_link_render_envelopes(self, messages: Any) -> None:
+            messages.clear()
+
+    class Marker:
+        @hookimpl
+        def agent_link_render_envelopes(self, messages: Any) -> dict[str, EnvelopeContribution]:
+            return {m["id"]: EnvelopeContribution(elements=[render_element("seen", [])]) for m in messages}
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("marker", Marker()), ("emptier", Emptier())))
+    try:
+        me = Caller("test:alice", "config", "test")
+        for body in ("one", "two"):
+            await app.send(caller=me, to="test:bob", body=body)
+        read = app.inbox(Caller("test:bob", "config", "test"))
+        assert read["renderedBlock"].count("<seen />") == 2
+        assert [p["plugin"] for p in app.health()["plugins"]["problems"]] == ["emptier"]
+    finally:
+        await app.aclose()
