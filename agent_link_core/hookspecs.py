@@ -163,7 +163,8 @@ def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dic
     :param messages: the stored messages as dicts (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), in order.
     :param app: the App.
     :returns: ``{message id: EnvelopeContribution}`` for the messages it adds to (of ``attributes`` only ``via`` and
-        ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`), or None.
+        ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`; ``author``, 1-300
+        characters, replaces the notice's "another AI agent" sentence, the first plugin's counting), or None.
     """
 
 
