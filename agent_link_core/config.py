@@ -226,8 +226,8 @@ def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
     if setting.kind == "address":
         from agent_link_core.addresses import is_address
 
-        if not is_address(raw.strip()):
-            raise _bad(name, "address", "an address <harness>:<id> such as team:alice (lower-case harness)", raw)
+        if not is_address(raw.strip()) or raw.strip().startswith("role:"):  # a role is mail's way to a session, never a sender
+            raise _bad(name, "address", "an address <harness>:<id> such as team:alice (lower-case harness; not a role:<name>)", raw)
         return raw.strip()
     if setting.kind == "int":
         try:
