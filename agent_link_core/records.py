@@ -64,8 +64,7 @@ class SendContext(Struct):
 
 
 class EnvelopeContribution(Struct):
-    """What ``agent_link_render_envelopes`` adds to one message: ``via``/``procedure`` attributes, elements, and
-    ``author``: one sentence on who wrote it, replacing the notice's "another AI agent" sentence (the first plugin's)."""
+    """What ``agent_link_render_envelopes`` adds to one message: ``via``/``procedure`` attributes, elements, ``author``."""
 
     attributes: dict[str, str] = field(default_factory=dict)
     elements: list[str] = field(default_factory=list)
