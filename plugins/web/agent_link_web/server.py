@@ -471,6 +471,8 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
             return _back(f"/c/{row['id']}", error=f"The owner has not allowed resolving mail of {row['recipient']} here "
                                                  "(AGENT_LINK_WEB_ACT_FOR).")
         note = (values.get("message") or "").strip()
+        if (unfit := forms.unfit_message(note, required=False)) is not None:
+            return _back(f"/c/{row['id']}", error=unfit)
         text = f"{'Declined' if kind == 'decline' else 'Marked done'} by {config.person} on the agent-link web page, on behalf of {row['recipient']}."
         if note:
             text += f" {note}"
