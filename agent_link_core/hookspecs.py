@@ -164,7 +164,8 @@ def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...], app: App) 
         a tuple, so every plugin sees them all.
     :param app: the App.
     :returns: ``{message id: EnvelopeContribution}`` for the messages it adds to (of ``attributes`` only ``via`` and
-        ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`), or None.
+        ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`; ``author``, 1-300
+        characters, replaces the notice's "another AI agent" sentence, the first plugin's counting), or None.
     """
 
 

@@ -408,7 +408,8 @@ class Mailbox:
                 sent_at_ms=row["sent_at"], anticipation=row["anticipation"], body=row["body"], reply_by_ms=row["reply_by"],
                 in_reply_to=row["reply_to"], via=attributes.get("via") or meta_via, procedure=attributes.get("procedure"),
             )
-            yield render_envelope(msg, elements=[element for contribution in added for element in contribution.elements])
+            yield render_envelope(msg, elements=[element for contribution in added for element in contribution.elements],
+                                  author=next((c.author for c in added if c.author is not None), None))
 
     @staticmethod
     def row_dict(row: sqlite3.Row) -> dict[str, Any]:

@@ -863,3 +863,13 @@ def test_a_plugin_cannot_specify_a_hook_the_core_or_another_plugin_specifies(iso
         assert "notes" in app.hooks.loaded
     finally:
         app.close()
+
+
+def test_an_envelope_author_is_checked_at_the_boundary() -> None:
+    """``EnvelopeContribution.author`` replaces the notice's "another AI agent" sentence: a sentence of 1-300 characters."""
+    from agent_link_core.boundary import RESULT_CHECKS
+
+    check = RESULT_CHECKS["agent_link_render_envelopes"]
+    assert check({"m": EnvelopeContribution(author="A person (user:ana) wrote this.")}, "p") is None
+    for bad in (42, "", "x" * 301):
+        assert "author" in (check({"m": EnvelopeContribution(author=bad)}, "p") or "")
