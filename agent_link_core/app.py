@@ -19,10 +19,10 @@ from agent_link_core.config import Config, load_config
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.harness_decl import HarnessDeclaration, HarnessTable
 from agent_link_core.mailbox import Mailbox, Visibility
-from agent_link_core.model import EXTERNAL, Caller, Session, address_scheme
+from agent_link_core.model import EXTERNAL, Caller, address_scheme
 from agent_link_core.plugins import Hooks, MigrationUnavailable, plugins_of
 from agent_link_core.settings_file import with_settings
-from agent_link_core.store import Migration, Store, ensure_private_dir
+from agent_link_core.store import Migration, Store, disk_full, ensure_private_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,18 +40,17 @@ class App:
     Build with :meth:`create`. Not thread-safe; the MCP server uses one per process.
 
     :param config: parsed settings.
-    :param hooks: the plugin facade (its ``report``, what loading found, is :attr:`plugin_report`).
+    :param hooks: the plugin facade; its ``loaded``, ``blocked`` and ``failed`` say what loading found.
     :param env: the environment the process runs in (identity, host detection).
     """
 
     def __init__(self, config: Config, hooks: Hooks, env: Mapping[str, str], read_only_ok: bool = False) -> None:
         self.config = config
         self.hooks = hooks
-        self.plugin_report: Hooks = hooks
         self.env = env
         hooks.app = self
         hooks.boundary.sink = lambda problem: boundary.append_problem(config.state_dir, problem,
-                                                                 self.plugin_report.installed(env).get(problem["plugin"]))
+                                                                 self.hooks.installed(env).get(problem["plugin"]))
         self._skip_hung_elsewhere()
         #: harnesses by name; a declared one is built (its host's modules imported) when first used
         self.harnesses = HarnessTable(hooks.harnesses(), self._build_harness)
@@ -62,7 +61,8 @@ class App:
             self.store = self._open_store(config.db_path, migrations)
         except AgentLinkError as exc:
             state_dir = os.path.dirname(os.path.abspath(config.db_path))
-            exc = disk_full_error(exc, config.db_path)
+            if exc.details.get("reason") == "io_error":  # SQLite's word when it cannot make the -shm index of a full disk
+                exc = disk_full(config.db_path) or exc
             refusal = read_only_error(state_dir) if not os.access(state_dir, os.W_OK | os.X_OK) else exc
             if not read_only_ok or not os.path.isfile(config.db_path) or refusal.details.get("reason") not in READ_ON:
                 raise _name_the_setting(exc, config) from exc
@@ -127,7 +127,7 @@ class App:
     def _skip_hung_elsewhere(self) -> None:
         """Skip the hooks another process lately interrupted (:func:`boundary.hung_lately`); an upgraded plugin is tried again."""
         hung = boundary.hung_lately(self.config.state_dir)
-        installed = self.plugin_report.installed(self.env) if hung else {}
+        installed = self.hooks.installed(self.env) if hung else {}
         for entry in hung:
             name = entry["plugin"]
             if name in installed and entry.get("version") in (None, installed[name] or entry.get("version")):
@@ -138,7 +138,7 @@ class App:
     def _open_store(self, path: str, migrations: list[Any]) -> Store:
         """Open the database with the core's migrations, then each plugin's (one whose migration fails is left out,
         reported). Raises ``state_io_error`` when the database is unusable."""
-        plugins = set(self.plugin_report.loaded)  # a plugin's migrations carry its name
+        plugins = set(self.hooks.loaded)  # a plugin's migrations carry its name
         store = Store(path, [m for m in migrations if m.owner not in plugins], busy_timeout_ms=self.config.get("AGENT_LINK_BUSY_TIMEOUT_MS"))
         owners = dict.fromkeys(m.owner for m in migrations if m.owner in plugins)
         done = store.applied() if owners else set()
@@ -242,7 +242,8 @@ class App:
         """``harness.get_session`` through the boundary: a fault or a hang is reported and is "not found"."""
         from agent_link_core.harness import acall_harness
 
-        return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id), check=Session)
+        return await acall_harness(self.hooks, harness, "get_session", lambda: harness.get_session(session_id),
+                                  check=boundary.expect(boundary.is_session, "expected None or a Session of the documented types"))
 
     def require_caller(self, caller: Caller) -> Caller:
         """The caller when it has an address; else ``no_current_session``."""
@@ -328,24 +329,6 @@ def configure_logging(config: Config) -> None:
 
 #: why a database that cannot be opened for writing is still opened to be read (``read_only_ok``)
 READ_ON = ("read_only", "disk_full", "corrupt")
-
-
-def disk_full_error(exc: AgentLinkError, path: str) -> AgentLinkError:
-    """``exc``, or ``disk_full`` when the disk holding ``path`` has no space left (SQLite then
-    reports a plain I/O error, as it cannot make the WAL's ``-shm`` index)."""
-    import errno
-
-    from agent_link_core.store import database_error
-
-    if exc.details.get("reason") != "io_error":
-        return exc
-    try:
-        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
-    except OSError:
-        return exc
-    if fs.f_bavail * fs.f_frsize >= 64 * 1024:  # bytes: room for the -shm index (32 KiB) and more
-        return exc
-    return database_error(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
 
 
 def read_only_error(state_dir: str) -> AgentLinkError:

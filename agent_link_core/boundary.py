@@ -134,11 +134,6 @@ _CALL: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("agent_
 _PLUGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_link_hook_plugin", default=None)
 
 
-def current_plugin() -> str | None:
-    """The plugin whose hook implementation is running in this context, if any."""
-    return _PLUGIN.get()
-
-
 def check_migrations(result: Any, plugin: str, *, declared: bool = False) -> str | None:
     """Why ``plugin``'s ``agent_link_schema`` answer is refused, else None; ``declared``: migrations a package
     declares (:class:`~agent_link_core.plugins.DeclaredMigration`), whose SQL is read when applied."""
@@ -181,6 +176,8 @@ def _check_contributions(result: Any, plugin: str) -> str | None:
         if any(key not in ("via", "procedure") or not isinstance(value, str) for key, value in added.attributes.items()) or any(
                 not isinstance(e, str) or not e.startswith("<") or "agent-link-message" in e for e in added.elements):
             return "returned envelope attributes other than 'via' and 'procedure' (strings), or elements not made with envelope.render_element"
+        if added.author is not None and not (isinstance(added.author, str) and 0 < len(added.author) <= 300):
+            return "returned an envelope author that is not a sentence of 1-300 characters"
         if (size := sum(len(e) for e in added.elements) + sum(len(v) for v in added.attributes.values())) > MAX_CONTRIBUTION_CHARS:
             return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
     return None
@@ -205,10 +202,16 @@ def _each(ok: Callable[[Any], bool], kinds: tuple[type[Collection[Any]], ...] = 
     return lambda result: isinstance(result, kinds) and all(ok(item) for item in result)
 
 
-def _is_session(value: Any) -> bool:
+def is_session(value: Any) -> bool:
+    """A :class:`~agent_link_core.model.Session` whose fields a listing can show (their documented types)."""
     from agent_link_core.model import Session
 
-    return isinstance(value, Session)
+    text, dict_, strings = (str, type(None)), (dict, type(None)), (tuple, list)
+    kinds: dict[str, Any] = dict(address=str, harness=str, id=str, title=text, cwd=text, surface=strings, loaded=(bool, type(None)), archived=bool,
+                 last_activity_ms=(int, type(None)), receive=dict_, aliases=strings, extra=dict_)
+    return (isinstance(value, Session) and all(isinstance(getattr(value, k), t) for k, t in kinds.items())
+            and all(isinstance(item, str) for item in (*value.surface, *value.aliases)))
+
 
 
 def _str(value: Any) -> bool:
@@ -233,7 +236,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
                                          and _warnings([r["warning"]] if r.get("warning") is not None else []),
                                          "expected None or a dict with a boolean 'known' (and a 'warning' {'code': str, 'message': str})"),
     "agent_link_held_messages": expect(_each(_str, (set, frozenset, list, tuple)), "expected message ids"),
-    "agent_link_present_sessions": expect(_each(_is_session), "expected None or a list of Session"),
+    "agent_link_present_sessions": expect(_each(is_session), "expected None or a list of Session"),
     "agent_link_suggest_addresses": expect(_each(_str), "expected None or a list of addresses"),
     "agent_link_server_tasks": expect(_each(callable), "expected None or a list of coroutine functions"),
     "agent_link_mcp_connection": expect(lambda r: all(callable(getattr(r, m, None)) for m in ("inbound", "outbound", "view")),
@@ -270,9 +273,12 @@ def _on_sigint(signum: int, frame: Any) -> None:
     _signal.default_int_handler(signum, frame)
 
 
+_TIMER = object()  # the argument of the timer's Overran: one a plugin raised itself is an ordinary fault
+
+
 def _on_alarm(signum: int, frame: Any) -> None:
     if _frames and time.monotonic() >= _frames[-1].deadline:  # only the code running now is blamed
-        raise Overran()
+        raise Overran(_TIMER)
 
 
 def watch_interrupts() -> None:
@@ -436,17 +442,14 @@ class Boundary:
         timing[:] = timing[0] + 1, ms, max(timing[2], ms)
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
-                frame: _Frame | None = None, passing: tuple[type[BaseException], ...] = (), disable: bool = False,
-                prefix: str = "") -> bool:
+                passing: tuple[type[BaseException], ...] = (), disable: bool = False, prefix: str = "") -> bool:
         """Record ``exc`` as ``plugin``'s fault in ``hook``; False (the caller re-raises it) when it is not the
-        plugin's: :func:`plugin_fault`, one of the ``passing`` types, an overrun of an enclosing call."""
+        plugin's: :func:`plugin_fault`, one of the ``passing`` types."""
         if not plugin_fault(exc, sigints_before) or isinstance(exc, passing):
             return False
-        if isinstance(exc, Overran) and frame is not None and time.monotonic() < frame.deadline:
-            return False  # the budget of an enclosing call ran out: that caller is to blame
         if isinstance(exc, Refused):
             return True  # recorded by the register callback, which left the plugin out
-        if isinstance(exc, Overran):
+        if isinstance(exc, Overran) and exc.args == (_TIMER,):
             self.hung[(plugin, hook)] = math.inf
             self.fault(plugin, hook, f"{HUNG} {self.timeout_ms} ms and was interrupted; not called again "
                        f"in this process or for {HUNG_SKIP_S // 60} min in others", fix=HUNG_FIX, disable=disable)
@@ -470,6 +473,7 @@ class Boundary:
             return default
         sigints = _sigints
         token = _PLUGIN.set(plugin)
+        out, sys.stdout = sys.stdout, sys.stderr  # a plugin's print never reaches stdout (MCP, --json, a hook's answer)
         frame = _arm(self.timeout_ms / 1000)
         started = time.monotonic() if frame is None else frame.started
         try:
@@ -478,12 +482,13 @@ class Boundary:
             problem = check(result, plugin) if check is not None and result is not None else None
         except BaseException as exc:
             _disarm(frame)
-            if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing, disable=disable, prefix=prefix):
+            if not self.contain(exc, plugin, hook, sigints, passing=passing, disable=disable, prefix=prefix):
                 raise
             return default
         finally:
             self._timed(plugin, hook, (_disarm(frame) - started) * 1000)
             _PLUGIN.reset(token)
+            sys.stdout = out if out is not sys.stderr else sys.stdout  # one that found it diverted: left to that call
         return self._refused(plugin, hook, result, problem, default, disable)
 
     def _refused(self, plugin: str, hook: str, result: Any, problem: str | None, default: Any, disable: bool = False) -> Any:
@@ -539,7 +544,7 @@ class Boundary:
             problem = check(result, plugin)
         except BaseException as exc:
             _disarm(frame)
-            if not self.contain(exc, plugin, hook, sigints, frame=frame, passing=passing):
+            if not self.contain(exc, plugin, hook, sigints, passing=passing):
                 raise
             return default
         finally:
@@ -551,9 +556,9 @@ _STARTED = object()  # no step taken yet
 
 
 @types.coroutine
-def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED) -> Generator[Any, Any, Any]:
+def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED, divert: bool = True) -> Generator[Any, Any, Any]:
     """Drive ``awaitable`` step by step on the running loop, each synchronous step bounded by ``budget_s`` (0: not
-    bounded); ``pending``: what it yielded at a first step its caller took."""
+    bounded), its prints on stderr with ``divert`` (plugin code); ``pending``: what it yielded at a first step its caller took."""
     coro = awaitable.__await__()
     value: Any = None
     error: BaseException | None = None
@@ -564,12 +569,14 @@ def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED)
             except BaseException as exc:  # thrown in by the event loop (a cancellation): passed on
                 value, error = None, exc
         frame = _arm(budget_s)
+        out, sys.stdout = sys.stdout, sys.stderr if divert else sys.stdout
         try:
             pending = coro.send(value) if error is None else coro.throw(error)
         except StopIteration as stop:
             return stop.value
         finally:
             _disarm(frame)
+            sys.stdout = out if out is not sys.stderr else sys.stdout
 
 
 def run_inline(coro: Coroutine[Any, Any, T]) -> T:
@@ -586,7 +593,7 @@ def run_inline(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     async def rest() -> T:
-        return await stepped(coro, 0, first)  # type: ignore[no-any-return]
+        return await stepped(coro, 0, first, divert=False)  # type: ignore[no-any-return]
 
     return asyncio.run(rest())
 

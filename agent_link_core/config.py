@@ -202,9 +202,11 @@ def _read(setting: Setting, env: Mapping[str, str], cfg: Config) -> tuple[str | 
     """The raw value and the variable it came from (``default``: unset). The canonical name wins, then the first alias set;
     aliases in use and values passed over go to ``cfg``."""
     canonical = env.get(setting.name)
+    if canonical == "" and setting.kind != "str":  # only a str setting gives an empty value a meaning: refused
+        return canonical, setting.name
     if not setting.aliases:  # most settings: the loop below is measurable on the hook path
         return (canonical, setting.name) if canonical else (None, "default")
-    aliases = [a for a in setting.aliases if env.get(a)]
+    aliases = [a for a in setting.aliases if env.get(a) or (a in env and setting.kind != "str")]
     cfg.deprecated += [{"name": alias, "canonical": setting.name} for alias in aliases]
     used = [setting.name, *aliases] if canonical else aliases
     if not used:
@@ -224,8 +226,8 @@ def _parse(setting: Setting, raw: str, home: str | None, name: str) -> Any:
     if setting.kind == "address":
         from agent_link_core.addresses import is_address
 
-        if not is_address(raw.strip()):
-            raise _bad(name, "address", "an address <harness>:<id> such as team:alice (lower-case harness)", raw)
+        if not is_address(raw.strip()) or raw.strip().startswith("role:"):  # a role is mail's way to a session, never a sender
+            raise _bad(name, "address", "an address <harness>:<id> such as team:alice (lower-case harness; not a role:<name>)", raw)
         return raw.strip()
     if setting.kind == "int":
         try:

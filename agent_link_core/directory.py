@@ -7,11 +7,12 @@ import json
 from collections.abc import Callable, Mapping
 
 from agent_link_core.addresses import MAX_TARGET_CHARS
+from agent_link_core.boundary import expect, is_session
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing, acall_harness, harness_fault
 from agent_link_core.lazy import Struct
 from agent_link_core.mailbox import iso
-from agent_link_core.model import Caller, Session, address_scheme, is_address
+from agent_link_core.model import DEFAULT_RECEIVE, Caller, Session, address_scheme, is_address
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,12 +24,17 @@ LIST_TIMEOUT_S = 20.0
 WEIGHTS = (("id", 120), ("title", 90), ("address", 60), ("cwd", 30))
 
 
+#: a ``list_sessions`` answer a listing can show
+LISTING = expect(lambda v: isinstance(v, SessionListing) and isinstance(v.provider, dict) and isinstance(v.sessions, (list, tuple))
+                 and all(map(is_session, v.sessions)), "expected a SessionListing of Session records of the documented types")
+
+
 def session_view(session: Session) -> dict[str, Any]:
     """A session as list_agents / resolve_agent show it."""
     return {
         "address": session.address, "harness": session.harness, "id": session.id, "title": session.title, "cwd": session.cwd,
         "surface": list(session.surface), "loaded": session.loaded, "archived": session.archived,
-        "lastActivityAt": iso(session.last_activity_ms), "receive": dict(session.receive), **session.extra,
+        "lastActivityAt": iso(session.last_activity_ms), "receive": dict(session.receive or DEFAULT_RECEIVE), **(session.extra or {}),
     }
 
 
@@ -45,7 +51,7 @@ async def gather_listings(
             listing = await acall_harness(
                 app.hooks, harness, "list_sessions", lambda: harness.list_sessions(include_archived=include_archived, limit=limit),
                 bound_s=LIST_TIMEOUT_S, default=SessionListing(provider={"available": False, "reason": "harness_failed"}, complete=False),
-                check=SessionListing, on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
+                check=LISTING, on_timeout=lambda: SessionListing(provider={"available": False, "reason": "timeout"}, complete=False))
         except AgentLinkError as exc:
             return SessionListing(provider={"available": False, "reason": exc.code, "error": exc.to_dict()}, complete=False)
         if len(listing.sessions) > limit:

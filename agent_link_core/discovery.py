@@ -22,9 +22,7 @@ if TYPE_CHECKING:
 FORMAT = 2
 #: read the entry points from the cache (the console script sets it; in-process callers scan)
 USE_CACHE = False
-#: the entry-point group of the MCP start-up front (:func:`mcp_front`)
 FRONT_GROUP = "agent_link_mcp_front"
-#: the entry-point group of what a distribution does when ``agent-link mcp`` starts (:func:`mcp_start`)
 START_GROUP = "agent_link_mcp_start"
 #: hermetic runs (tests): when set, only these plugins load (comma or space separated; empty: none)
 LOAD_ONLY_ENV = "AGENT_LINK_LOAD_PLUGINS"
@@ -109,6 +107,7 @@ def mcp_front(start: bool = False) -> Any:
     process, started on the first call when ``start``; None when there is none or it fails (one stderr line says so)."""
     if not _front:
         _front.append(None)
+        out, sys.stdout = sys.stdout, sys.stderr  # stdout is the MCP transport: what the code prints goes to stderr
         for ep in sorted(entry_points(FRONT_GROUP), key=lambda ep: ep.name)[:1]:
             try:
                 front = ep.load()
@@ -119,6 +118,7 @@ def mcp_front(start: bool = False) -> Any:
                 _front[0] = front
             except (Exception, SystemExit) as exc:  # the declaring distribution's fault: serve without it
                 _say(f"the MCP start-up front {ep.name!r} ({ep.value}) is not used", exc)
+        sys.stdout = out
     return _front[0]
 
 
@@ -126,6 +126,7 @@ def mcp_start(env: Mapping[str, str] | None = None) -> None:
     """Call the callables of :data:`START_GROUP` in name order, the plugins :func:`chosen` leaves out of ``env`` skipped
     (docs/plugins.md, "The MCP start-up front"); one that fails to load or raises gets one stderr line, nothing more."""
     blocked, only = chosen(os.environ if env is None else env)
+    out, sys.stdout = sys.stdout, sys.stderr  # stdout is the MCP transport
     for ep in sorted(entry_points(START_GROUP), key=lambda ep: ep.name):
         if ep.name in blocked or (only is not None and ep.name not in only):
             continue
@@ -133,6 +134,7 @@ def mcp_start(env: Mapping[str, str] | None = None) -> None:
             ep.load()()
         except (Exception, SystemExit) as exc:  # the declaring distribution's fault: start without it
             _say(f"the MCP start-up work {ep.name!r} ({ep.value}) failed", exc)
+    sys.stdout = out
 
 
 def _say(what: str, exc: BaseException) -> None:

@@ -35,7 +35,6 @@ DEFAULT_HINTS: dict[str, str] = {
     "internal_error":  # details: cause (exception class name only)
         "A fault in agent-link or a plugin: agent_link_health lists plugin problems; please report it.",
 }
-#: the closed list of fixed codes
 ERROR_CODES: tuple[str, ...] = tuple(DEFAULT_HINTS)
 # Besides the fixed codes, each harness has one "<harness>_unavailable" code (details:
 # searched, and for endpoint-based hosts endpoint and reason): the host could not be reached.

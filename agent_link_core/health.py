@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import __version__, boundary
 from agent_link_core.boundary import MAX_HEALTH_BYTES, disable_hint, oversize
+from agent_link_core.store import disk_full
 
 if TYPE_CHECKING:
     from agent_link_core.app import App
@@ -31,6 +32,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         private = os.stat(app.config.state_dir).st_mode & 0o077 == 0  # only the owner can enter it
     except OSError:
         private = False
+    refusal = app.read_only or disk_full(app.config.db_path)  # also a disk that filled after the database opened
     out: dict[str, Any] = {
         "version": __version__,
         "host": detection["host"],
@@ -39,9 +41,9 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "addressSource": caller.source,
         "stateDir": {"path": app.config.state_dir, "source": app.config.sources["AGENT_LINK_STATE_DIR"],
                      "exists": os.path.isdir(app.config.state_dir), "private": private,
-                     "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK)},
+                     "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK) and not (refusal and refusal.details.get("reason") == "disk_full")},
         "database": {"path": app.config.db_path, "pendingForCaller": pending, **app.store.check_health(),
-                     **({"ok": False, "readOnly": True, "problem": app.read_only.to_dict()} if app.read_only else {})},
+                     **({"ok": False, "readOnly": True, "problem": refusal.to_dict()} if refusal else {})},
         "env": app.config.env_report(),
         "settings": {
             "file": app.config.settings_file,
@@ -117,8 +119,8 @@ def plugins_view(app: App) -> dict[str, Any]:
     Imports every plugin and collects every tool first: one that cannot be imported or a refused tool is a problem."""
     app.hooks.load_all()
     app.hooks.tools()
-    view = app.plugin_report.as_dict()
-    installed = app.plugin_report.installed(app.env)
+    view = app.hooks.as_dict()
+    installed = app.hooks.installed(app.env)
     view["elsewhere"] = [e for e in boundary.recent_elsewhere(app.config.state_dir, view["problems"], installed)
                          if e["plugin"] not in view["blocked"]]
     if unknown := [name for name in view["blocked"] if name not in installed]:  # a misspelt name disables nothing: said

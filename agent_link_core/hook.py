@@ -265,8 +265,10 @@ def run(host: str, event: str, raw: str) -> tuple[str, HookContext | None]:
     if module is None:
         return "", None
     ctx = HookContext(config)
+    stdout, sys.stdout = sys.stdout, sys.stderr  # what the adapter prints is no answer (the host reads stdout); a raise ends the hook
     with _bounded(ADAPTER_BUDGET_S):  # the plugin's adapter: a hanging one never holds the host's prompt
         result = importlib.import_module(module).handle(event, payload, ctx)
+    sys.stdout = stdout
     ctx.heartbeat(host, event)
     out = dumps(result) + "\n" if result is not None else ""
     if len(out) > MAX_OUTPUT_CHARS:

@@ -156,14 +156,16 @@ def agent_link_before_store(message: OutgoingMessage, context: SendContext, conn
 
 
 @hookspec
-def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...], app: App) -> dict[str, EnvelopeContribution] | None:
     """Contribute envelope attributes and elements for stored messages. Called each time messages are put in envelopes
     (push, inbox, wait, listings), once for all the messages of that read; a paged message once per page.
 
-    :param messages: the stored messages as dicts (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), in order.
+    :param messages: the stored messages as dicts (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), in order;
+        a tuple, so every plugin sees them all.
     :param app: the App.
     :returns: ``{message id: EnvelopeContribution}`` for the messages it adds to (of ``attributes`` only ``via`` and
-        ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`), or None.
+        ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`; ``author``, 1-300
+        characters, replaces the notice's "another AI agent" sentence, the first plugin's counting), or None.
     """
 
 

@@ -31,8 +31,8 @@ def named_sender(app: App, *, explicit: str | None = None, named: Mapping[str, s
         recognises (the path names the option).
     """
     if explicit:
-        if not is_address(explicit):
-            raise invalid_arguments([{"path": "from", "rule": "pattern", "expected": "an address such as <harness>:<id>"}])
+        if not is_address(explicit) or explicit.startswith("role:"):  # a role is where mail goes, never who sends it
+            raise invalid_arguments([{"path": "from", "rule": "pattern", "expected": "an address such as <harness>:<id>, not a role"}])
         return Caller(explicit, "explicit", address_scheme(explicit))
     if named:
         for harness in app.harnesses.values():

@@ -5,6 +5,7 @@ read without pluggy (docs/plugins.md, "Declare now, import when used")."""
 from __future__ import annotations
 
 import importlib
+import sys
 import types
 
 TYPE_CHECKING = False
@@ -25,7 +26,11 @@ def import_target(target: str) -> Any:
     module, sep, attribute = target.partition(":")
     if not sep or not module or not attribute:
         raise ValueError(f"{target!r} is not 'package.module:attribute'")
-    return getattr(importlib.import_module(module), attribute)
+    out, sys.stdout = sys.stdout, sys.stderr  # what a plugin prints as it is imported never reaches stdout
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    finally:
+        sys.stdout = out if out is not sys.stderr else sys.stdout
 
 
 class LazyLogger:

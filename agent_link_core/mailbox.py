@@ -385,11 +385,9 @@ class Mailbox:
                 view[key] = meta["fingerprint"][key]
         return view
 
-    def to_views(self, rows: Sequence[sqlite3.Row], *, now: int | None = None,
-                 metas: Sequence[dict[str, Any] | None] | None = None) -> list[dict[str, Any]]:
-        """:meth:`to_view` of every row, their states read together at ``now`` (epoch ms); ``metas``: decoded metadata, if known."""
-        metas = [None] * len(rows) if metas is None else metas
-        return [self.to_view(row, state, meta=meta) for row, state, meta in zip(rows, self.states(rows, now), metas, strict=True)]
+    def to_views(self, rows: Sequence[sqlite3.Row], *, now: int | None = None) -> list[dict[str, Any]]:
+        """:meth:`to_view` of every row, their states read together at ``now`` (epoch ms)."""
+        return [self.to_view(row, state) for row, state in zip(rows, self.states(rows, now), strict=True)]
 
     def envelope(self, row: sqlite3.Row) -> str:
         """Render the ``<agent-link-message>`` envelope for a stored message."""
@@ -401,7 +399,7 @@ class Mailbox:
         messages = messages or [self.row_dict(row) for row in rows]
         # read before the hooks see them: what a plugin does to the metadata stays its own
         facts = [(bool(m["metadata"].get("sender", {}).get("verified")), m["metadata"].get("via")) for m in messages]
-        answers = self.hooks.call("agent_link_render_envelopes", messages=messages) if self.hooks is not None and rows else []
+        answers = self.hooks.call("agent_link_render_envelopes", messages=tuple(messages)) if self.hooks is not None and rows else []
         for row, (verified, meta_via) in zip(rows, facts, strict=True):
             added = [answer[row["id"]] for answer in answers if row["id"] in answer]
             attributes = {key: value for contribution in added for key, value in contribution.attributes.items()}
@@ -410,7 +408,8 @@ class Mailbox:
                 sent_at_ms=row["sent_at"], anticipation=row["anticipation"], body=row["body"], reply_by_ms=row["reply_by"],
                 in_reply_to=row["reply_to"], via=attributes.get("via") or meta_via, procedure=attributes.get("procedure"),
             )
-            yield render_envelope(msg, elements=[element for contribution in added for element in contribution.elements])
+            yield render_envelope(msg, elements=[element for contribution in added for element in contribution.elements],
+                                  author=next((c.author for c in added if c.author is not None), None))
 
     @staticmethod
     def row_dict(row: sqlite3.Row) -> dict[str, Any]:

@@ -44,6 +44,10 @@ class Caller(Struct, frozen=True):
         return is_address(self.address)
 
 
+#: how mail reaches a session unless its harness says otherwise (``Session.receive``)
+DEFAULT_RECEIVE = {"push": None, "nudge": None, "pull": True}
+
+
 class Session(Struct, frozen=True):
     """One agent a harness knows about (a thread, a session, ...).
 
@@ -60,6 +64,6 @@ class Session(Struct, frozen=True):
     loaded: bool | None = None
     archived: bool = False
     last_activity_ms: int | None = None
-    receive: dict[str, Any] = field(default_factory=lambda: {"push": None, "nudge": None, "pull": True})
+    receive: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_RECEIVE))
     aliases: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)

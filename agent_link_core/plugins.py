@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from agent_link_core import discovery, hookspecs, lazy
 from agent_link_core.lazy import Struct, field
 from agent_link_core.config import Setting, check_setting
-from agent_link_core.boundary import (CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, _guarded, check_migrations,
-                                     current_plugin, run_blocking, timeout_from_env)
+from agent_link_core.boundary import (_PLUGIN, CORE_PLUGIN, Boundary, CallState, Refused, _awaitable, _guarded, check_migrations,
+                                     run_blocking, timeout_from_env)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -118,7 +118,6 @@ class Hooks:
         self.specs = dict(CORE_SPECS)
         #: ``{hook: (plugin, its hookspecs module)}`` of the hooks plugins specify (in :attr:`specs` once imported)
         self.spec_of: dict[str, tuple[str, str]] = {}
-        self.report = self  # the loading report: these hooks themselves
         #: the App these hooks serve; set by ``App.__init__`` and passed to hooks taking ``app``
         self.app: App | None = None
         self.boundary.on_disable = self._disable
@@ -348,7 +347,7 @@ class Hooks:
             offered: list[tuple[str, Any]] = []
 
             def register(record: Any) -> None:
-                plugin = current_plugin() or "?"
+                plugin = _PLUGIN.get() or "?"
                 if plugin in self.boundary.disabled:
                     return
                 try:
@@ -405,10 +404,6 @@ class Hooks:
             view.setdefault(name, {}).update(timed)
         return {name: dict(sorted(hooks.items())) for name, hooks in sorted(view.items())}
 
-    def problems(self) -> list[dict[str, Any]]:
-        """Every plugin failure recorded in this process: ``{plugin, hook, error, fix, disabled, count}``, oldest first."""
-        return self.boundary.report()
-
     def harnesses(self) -> dict[str, Harness]:
         """All accepted harnesses by name (address scheme)."""
         from agent_link_core.harness_decl import check_harness
@@ -455,7 +450,7 @@ class Hooks:
         original = cli.add_command
 
         def add_command(cmd: click.Command, name: str | None = None) -> None:
-            plugin = current_plugin()
+            plugin = _PLUGIN.get()  # the plugin whose hook is running
             taken = name or cmd.name
             if plugin is not None and taken in cli.commands:
                 self.boundary.fault(plugin, "agent_link_register_commands", f"adds command {taken!r}, which exists already",

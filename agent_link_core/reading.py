@@ -65,10 +65,13 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
     messages = [app.mailbox.row_dict(row) for row in rows]  # each row's metadata decoded once, for its view and its envelope
     views = _views(app, rows, [m["metadata"] for m in messages])
     envelopes: list[str] = []
-    making = app.mailbox.envelopes(rows, messages)
+    making = [app.mailbox.envelopes(rows, messages)]  # the last makes the next envelope
 
     def rendered(upto: int) -> list[str]:  # the envelopes, the first `upto` made: each once, only as far as needed
-        envelopes.extend(next(making) for _ in range(len(envelopes), upto))
+        for k in range(len(envelopes), upto):
+            if (made := next(making[-1], None)) is None:  # ended early (a fitting plugin interrupted while one rendered): again from k
+                making.append(app.mailbox.envelopes(rows[k:]))
+            envelopes.append(made if made is not None else next(making[-1]))
         return envelopes
 
     def unmarked(n: int) -> dict[str, Any]:  # the result holding the first n messages

@@ -64,10 +64,11 @@ class SendContext(Struct):
 
 
 class EnvelopeContribution(Struct):
-    """What ``agent_link_render_envelopes`` adds to one message: ``via``/``procedure`` attributes, elements."""
+    """What ``agent_link_render_envelopes`` adds to one message: ``via``/``procedure`` attributes, elements, ``author``."""
 
     attributes: dict[str, str] = field(default_factory=dict)
     elements: list[str] = field(default_factory=list)
+    author: str | None = None
 
 
 class PromptHook(Struct, frozen=True):

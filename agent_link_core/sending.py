@@ -129,12 +129,6 @@ class Outbox:
             row = self.mailbox.stored(row["id"])
         return SendOutcome(self.mailbox.row_dict(row), created, delivery, warnings, via, context.result, unseen, row, state)
 
-    def check_format(self, envelope_format: str | None, address: str, whose: str) -> None:
-        """``invalid_arguments`` (path ``envelope``) for an ``envelope_format`` the harness of ``address`` does not list (None passes)."""
-        if envelope_format is not None and envelope_format not in getattr(self.harnesses.get(address_scheme(address)), "envelope_formats", ()):
-            raise invalid_arguments([{"path": "envelope", "rule": "unsupported",
-                                      "expected": f"{whose} whose harness can show {envelope_format}"}])
-
     def unseen_address(self, recipient: str, require_known: bool = False) -> dict[str, Any] | None:
         """The warning a send to ``recipient`` would carry when it is a plain address (no harness owns its scheme, not
         ``role:``, not served elsewhere) no process is known to serve (``agent_link_check_recipient``), else None.
@@ -238,15 +232,14 @@ class Outbox:
         meta: Mapping[str, Any] | None = None, metadata: Mapping[str, Any] | None = None, reply_id: str | None = None,
     ) -> dict[str, Any]:
         """Resolve a message addressed to the caller, sending ``message`` back to its sender (``reply`` and ``decline`` need it,
-        ``done`` takes an optional note; docs/behaviour.md §8). ``metadata`` is stored with the note (its ``envelopeFormat``: one the
-        sender's harness lists); ``reply_id`` (a ULID) makes a retry safe (the first result, ``duplicate: true``).
+        ``done`` takes an optional note; docs/behaviour.md §8). ``metadata`` is stored with the note (as :meth:`send`'s);
+        ``reply_id`` (a ULID) makes a retry safe (the first result, ``duplicate: true``).
 
         :raises AgentLinkError: ``not_found``, ``wrong_recipient``, ``already_resolved``, ``invalid_arguments`` (rule
             ``idempotency`` for a reused ``reply_id``), ``body_too_large``, ``no_current_session``.
         """
         self.app.require_caller(caller)
         row = self.mailbox.require(message_id)
-        self.check_format((metadata or {}).get("envelopeFormat"), row["from_addr"], "a message from a sender")
         message_id = row["id"]  # ids are case-insensitive; the stored form is canonical
         if resolution in ("reply", "decline") and (message is None or not message.strip()):
             what = "a reason" if resolution == "decline" else "the reply text"
@@ -329,7 +322,7 @@ def escaped_size_warnings(body: str) -> list[dict[str, Any]]:
 
 def message_summary(app: App, outcome: SendOutcome) -> dict[str, Any]:
     """The common result fields of a send (message_agent, CLI send)."""
-    row = outcome.row if outcome.row is not None else app.mailbox.stored(outcome.message["id"])
+    row = outcome.row
     state = outcome.state if outcome.state is not None else app.mailbox.state(row)
     delivery = outcome.delivery
     out: dict[str, Any] = {

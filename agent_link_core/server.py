@@ -84,11 +84,11 @@ def build_server(app: App) -> Server[Any]:
             app.hooks.boundary.fault(plugin, "agent_link_register_tools", f"tool {spec.name!r} cannot be listed: {exc}"[:300],
                                      fix="Fix the tool's schemas and annotations.", disable=plugin != "?", exc=exc)
             tools.pop(spec.name, None)
-    if any(p["disabled"] for p in app.hooks.problems()):
+    if any(p["disabled"] for p in app.hooks.boundary.report()):
         # A plugin left out while listing loses all its tools, not just the one that failed.
         definitions = [d for d in definitions if d.name in app.hooks.tools()]
         tools = {name: spec for name, spec in tools.items() if name in app.hooks.tools()}
-    for problem in app.hooks.problems():
+    for problem in app.hooks.boundary.report():
         log.warning("agent-link plugin problem: %s: %s: %s. %s", problem["plugin"], problem["hook"], problem["error"], problem["fix"])
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

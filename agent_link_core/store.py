@@ -169,6 +169,17 @@ def database_error(path: str, exc: sqlite3.Error | OSError, busy_timeout_ms: int
                      "Check the disk and the file's permissions, then retry.")
 
 
+def disk_full(path: str) -> AgentLinkError | None:
+    """The ``disk_full`` refusal when the disk holding the database ``path`` has under 64 KiB free for this user (room
+    for the ``-shm`` index, 32 KiB, and a few pages), else None (also when that cannot be told)."""
+    try:
+        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    full = fs.f_bavail * fs.f_frsize < 64 << 10
+    return database_error(path, OSError(errno_mod.ENOSPC, os.strerror(errno_mod.ENOSPC))) if full else None
+
+
 def _io_error(path: str, reason: str, errno: str, message: str, hint: str, **details: Any) -> AgentLinkError:
     return AgentLinkError("state_io_error", message, {"path": os.path.basename(path), "errno": errno, "reason": reason, **details}, hint=hint)
 

@@ -281,3 +281,27 @@ def test_a_host_that_no_installed_harness_serves_is_said_by_health(monkeypatch: 
     assert warning["code"] == "unknown_host" and "'sxx'" in warning["message"] and "(sx)" in warning["hint"]
     human = run("health", env={"AGENT_LINK_HOST": "codx"}).stdout
     assert "warning: AGENT_LINK_HOST names 'codx', which no installed harness serves." in human
+
+
+def test_an_empty_state_dir_is_refused_in_one_line(tmp_path: Path) -> None:
+    """As the tester ran it: ``AGENT_LINK_STATE_DIR= agent-link inbox`` used ~/.agent-link without a word."""
+    env = {**os.environ, "HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": "", "AGENT_LINK_ADDRESS": "team:alice"}
+    done = subprocess.run([sys.executable, "-m", "agent_link_core", "inbox"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "AGENT_LINK_STATE_DIR='' is invalid" in done.stderr
+    assert not (tmp_path / ".agent-link").exists()
+
+
+def test_a_role_is_never_a_sender(tmp_path: Path) -> None:
+    """``AGENT_LINK_ADDRESS=role:boss agent-link send`` stored a message from="role:boss": a role is an indirect address
+    (resolved to a session when mail is sent to it), not a session's own (docs/behaviour.md §2). ``--from`` alike."""
+    env = {**os.environ, "HOME": str(tmp_path), "AGENT_LINK_STATE_DIR": str(tmp_path / "state")}
+    for extra, args in (({"AGENT_LINK_ADDRESS": "role:boss"}, []), ({}, ["--from", "role:boss"])):
+        done = subprocess.run([sys.executable, "-m", "agent_link_core", "send", *args, "team:bob", "hi"], env={**env, **extra},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and "role" in done.stderr, done.stderr
+    app = App.create({**env, "AGENT_LINK_ADDRESS": "team:alice"})
+    try:
+        assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    finally:
+        app.close()

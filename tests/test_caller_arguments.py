@@ -59,5 +59,5 @@ def test_a_harness_declaring_caller_arguments_badly_is_refused(declared: Any, mo
     harness.caller_arguments = declared
     app = make_app(harness, monkeypatch)
     assert "naming" not in app.harnesses
-    [problem] = [p for p in app.hooks.problems() if p["plugin"] == "naming"]
+    [problem] = [p for p in app.hooks.boundary.report() if p["plugin"] == "naming"]
     assert "caller_arguments" in problem["error"], problem

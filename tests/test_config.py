@@ -113,3 +113,16 @@ def test_setting_errors_can_be_collected() -> None:
     seen: list[AgentLinkError] = []
     cfg = load_config({"AGENT_LINK_DEBUG": "maybe", "HOME": "/h"}, on_setting_error=seen.append)
     assert cfg.get("AGENT_LINK_DEBUG") is False and seen[0].code == "invalid_arguments"
+
+
+def test_an_empty_value_is_refused_unless_the_setting_is_text() -> None:
+    """AGENT_LINK_STATE_DIR="" is refused as "rel/dir" is (it was silently ~/.agent-link): a path, number, flag, choice or
+    address has no empty value; a text setting keeps its own meaning of empty (AGENT_LINK_DISABLE_PLUGINS="": none)."""
+    for name in ("AGENT_LINK_STATE_DIR", "AGENT_LINK_HOOK_TIMEOUT_MS", "AGENT_LINK_DEBUG", "AGENT_LINK_LOG_LEVEL", "AGENT_LINK_ADDRESS"):
+        with pytest.raises(AgentLinkError) as info:
+            load_config({"HOME": "/h", name: ""})
+        assert f"{name}='' is invalid" in info.value.message
+    with pytest.raises(AgentLinkError, match="OLD_DIR='' is invalid"):  # an alias alike
+        load_config({"HOME": "/h", "OLD_DIR": ""}, extra=(Setting("AGENT_LINK_X_DIR", "path", None, aliases=("OLD_DIR",)),))
+    cfg = load_config({"HOME": "/h", "AGENT_LINK_DISABLE_PLUGINS": "", "OLD_X_URL": ""}, extra=ALIASED)
+    assert cfg.get("AGENT_LINK_DISABLE_PLUGINS") == "" and cfg.get("AGENT_LINK_X_URL") is None

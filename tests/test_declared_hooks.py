@@ -172,12 +172,12 @@ def test_a_call_imports_only_the_plugins_that_declare_its_hook(tmp_path: Path, m
         "quiet": (HEALTH_ONLY, "('agent_link_health',)"),
     })
     hooks = plugins.load_plugins(env_for("seer", "quiet"), declared=True)
-    assert sorted(hooks.report.loaded) == ["quiet", "seer"]
+    assert sorted(hooks.loaded) == ["quiet", "seer"]
     assert f"{pkgs['seer']}.plugin" not in sys.modules and f"{pkgs['quiet']}.plugin" not in sys.modules
     hooks.call("agent_link_sessions_listed", sessions=[{"address": "test:a", "title": "a"}])
     assert sys.modules[f"{pkgs['seer']}.plugin"].SEEN == ["seer"]
     assert f"{pkgs['quiet']}.plugin" not in sys.modules  # declares no sessions_listed: never imported
-    assert hooks.problems() == []
+    assert hooks.boundary.report() == []
     assert set(hooks.hook_view()) >= {"seer", "quiet"}  # every plugin, imported for the view
     assert f"{pkgs['quiet']}.plugin" in sys.modules
 
@@ -191,7 +191,7 @@ def test_a_declared_plugin_that_fails_harms_only_itself(tmp_path: Path, monkeypa
     hooks = plugins.load_plugins(env_for("bad", "good"), declared=True)
     hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['good']}.plugin"].SEEN == ["good"]
-    assert [(p["plugin"], p["hook"]) for p in hooks.problems()] == [("bad", "agent_link_sessions_listed")]
+    assert [(p["plugin"], p["hook"]) for p in hooks.boundary.report()] == [("bad", "agent_link_sessions_listed")]
 
 
 def test_a_plugin_whose_import_exits_is_left_out_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,8 +203,8 @@ def test_a_plugin_whose_import_exits_is_left_out_alone(tmp_path: Path, monkeypat
     hooks.call("agent_link_sessions_listed", sessions=[])
     hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['good']}.plugin"].SEEN == ["good", "good"]
-    assert "broken" in hooks.report.failed and hooks.report.loaded == ["good"]
-    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("broken", "load", True)]
+    assert "broken" in hooks.failed and hooks.loaded == ["good"]
+    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.boundary.report()] == [("broken", "load", True)]
 
 
 def test_declared_calls_keep_pluggys_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -232,7 +232,7 @@ def test_a_declaration_that_differs_from_the_code_is_reported(tmp_path: Path, mo
     hooks = plugins.load_plugins(env_for("drifted"), declared=True)
     hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['drifted']}.plugin"].SEEN == ["drifted"]  # the code wins
-    [problem] = hooks.problems()
+    [problem] = hooks.boundary.report()
     assert problem["plugin"] == "drifted" and problem["hook"] == "load" and not problem["disabled"]
     assert "declares hooks" in problem["error"] and "AGENT_LINK_HOOKS" in problem["fix"]
 
@@ -242,8 +242,8 @@ def test_a_misspelt_hook_leaves_the_plugin_out_as_registration_does(tmp_path: Pa
     make_site(tmp_path, monkeypatch, {"typo": (source, "('agent_link_sessions_listed', 'agent_link_sesions_listed')")})
     hooks = plugins.load_plugins(env_for("typo"), declared=True)
     hooks.call("agent_link_sessions_listed", sessions=[])
-    assert "typo" in hooks.report.failed
-    assert "agent_link_sesions_listed" in hooks.problems()[0]["error"]
+    assert "typo" in hooks.failed
+    assert "agent_link_sesions_listed" in hooks.boundary.report()[0]["error"]
 
 
 def test_an_undeclared_plugin_is_imported_to_read_its_hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -277,9 +277,9 @@ def test_a_wrapper_is_refused_when_its_plugin_is_imported(tmp_path: Path, monkey
     hooks.call("agent_link_sessions_listed", sessions=[])
     assert sys.modules[f"{pkgs['wrap']}.plugin"].SEEN == []
     assert sys.modules[f"{pkgs['inner']}.plugin"].SEEN == ["inner"]
-    assert [(p["plugin"], p["hook"], p["error"]) for p in hooks.problems()] == [
+    assert [(p["plugin"], p["hook"], p["error"]) for p in hooks.boundary.report()] == [
         ("wrap", "load", "agent_link_sessions_listed is a hook wrapper; wrappers are not supported")]
-    assert hooks.report.loaded == ["inner"] and "wrap" in hooks.report.failed
+    assert hooks.loaded == ["inner"] and "wrap" in hooks.failed
 
 
 PROBE = '''
@@ -288,7 +288,7 @@ from agent_link_core import plugins
 hooks = plugins.load_plugins(declared=True)
 hooks.settings(); hooks.migrations(); hooks.harnesses()
 print(json.dumps({"pluggy": "pluggy" in sys.modules, "projects": "agent_link_projects.plugin" in sys.modules,
-                  "settings": "agent_link_settings.plugin" in sys.modules, "problems": hooks.problems(),
+                  "settings": "agent_link_settings.plugin" in sys.modules, "problems": hooks.boundary.report(),
                   "imported": sorted(m for m in sys.modules if m.startswith("agent_link_") and m.endswith(".plugin"))}))
 '''
 
@@ -311,9 +311,9 @@ def test_load_all_reports_a_plugin_no_call_imported(tmp_path: Path, monkeypatch:
                                       "good": (observer("good"), "('agent_link_sessions_listed',)")})
     hooks = plugins.load_plugins(env_for("broken", "good"), declared=True)
     hooks.call("agent_link_sessions_listed", sessions=[])
-    assert sorted(hooks.report.loaded) == ["broken", "good"] and hooks.report.failed == {}  # not imported yet
+    assert sorted(hooks.loaded) == ["broken", "good"] and hooks.failed == {}  # not imported yet
     hooks.load_all()
-    assert hooks.report.loaded == ["good"] and "gone" in hooks.report.failed["broken"]
+    assert hooks.loaded == ["good"] and "gone" in hooks.failed["broken"]
     assert "good" in hooks.hook_view()
 
 
@@ -359,13 +359,13 @@ def test_declared_settings_and_migrations_import_the_plugin_only_for_a_database_
     env = {**env_for("decl"), "AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "AGENT_LINK_DECL_LIMIT": "7"}
     app = App.create(env, hooks=plugins.load_plugins(env, declared=True))  # fresh: the SQL is needed
     assert f"{package}.plugin" in sys.modules and {"decl#1", "decl#2"} <= tables(Path(app.config.db_path))
-    assert app.config.get("AGENT_LINK_DECL_LIMIT") == 7 and app.hooks.problems() == []
+    assert app.config.get("AGENT_LINK_DECL_LIMIT") == 7 and app.hooks.boundary.report() == []
     app.close()
     del sys.modules[f"{package}.plugin"]
     hooks = plugins.load_plugins(env, declared=True)
     app = App.create(env, hooks=hooks)  # up to date: read from the declaration alone
     assert f"{package}.plugin" not in sys.modules
-    assert app.config.get("AGENT_LINK_DECL_LIMIT") == 7 and hooks.problems() == []
+    assert app.config.get("AGENT_LINK_DECL_LIMIT") == 7 and hooks.boundary.report() == []
     db = Path(app.config.db_path)
     app.close()
     with sqlite3.connect(db) as conn:  # an older state dir: made before the plugin's version 2
@@ -394,9 +394,9 @@ def test_a_declared_migration_the_code_lacks_is_reported_and_the_plugin_left_out
     declared_site(tmp_path, monkeypatch, "decldrift", versions="(1, 2, 3)")
     env = {**env_for("decldrift"), "AGENT_LINK_STATE_DIR": str(tmp_path / "state")}
     app = App.create(env, hooks=plugins.load_plugins(env, declared=True))
-    problems = [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.problems()]
+    problems = [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.boundary.report()]
     assert ("decldrift", "agent_link_schema", True) in problems
-    assert any("declares migrations" in p["error"] for p in app.hooks.problems())
+    assert any("declares migrations" in p["error"] for p in app.hooks.boundary.report())
     assert "decldrift#3" not in tables(Path(app.config.db_path))
     app.close()
 
@@ -406,7 +406,7 @@ def test_a_malformed_settings_declaration_harms_only_its_plugin(tmp_path: Path, 
               {"declodd": 'AGENT_LINK_SETTINGS = {"{module}": ({"name": "AGENT_LINK_DECL_LIMIT", "kind": "int", "maxi": 3},)}\n'})
     hooks = plugins.load_plugins(env_for("declodd"), declared=True)
     assert [s.name for s in hooks.settings()] == []
-    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("declodd", "agent_link_register_settings", True)]
+    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.boundary.report()] == [("declodd", "agent_link_register_settings", True)]
 
 
 def test_a_malformed_harness_declaration_harms_only_its_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -418,4 +418,4 @@ def test_a_malformed_harness_declaration_harms_only_its_plugin(tmp_path: Path, m
     hooks = plugins.load_plugins(env_for("declhx", "declhy"), declared=True)
     assert list(hooks.harnesses()) == ["declhy"]  # answered by the declaration: neither module imported
     assert not any(f"{p}.plugin" in sys.modules for p in pkgs.values())
-    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.problems()] == [("declhx", "agent_link_register_harnesses", True)]
+    assert [(p["plugin"], p["hook"], p["disabled"]) for p in hooks.boundary.report()] == [("declhx", "agent_link_register_harnesses", True)]

@@ -110,9 +110,9 @@ async def test_a_recheck_that_fails_proves_nothing_and_a_fault_is_its_plugins(
     monkeypatch.setattr(host, "recheck", recheck)
     assert await app.refresh_delivery(mid) is False  # SystemExit too: contained, the call goes on
     assert app.mailbox.push_outcome(mid) == "accepted"
-    problems = [p for p in app.hooks.problems() if p.get("hook") == "harness.hx.recheck"]
+    problems = [p for p in app.hooks.boundary.report() if p.get("hook") == "harness.hx.recheck"]
     # a deliberate refusal (AgentLinkError) is no fault of the plugin; anything else is
-    assert len(problems) == (0 if isinstance(fault, AgentLinkError) else 1), app.hooks.problems()
+    assert len(problems) == (0 if isinstance(fault, AgentLinkError) else 1), app.hooks.boundary.report()
 
 
 def test_the_cli_reports_accepted_and_its_status_finds_late_evidence(host: Host) -> None:

@@ -3,7 +3,8 @@
 A plugin ``faulty`` (installed as a distribution with an ``agent_link`` entry point, the way a
 user installs one) misbehaves in one place (``FAULTY_WHERE``) in one way (``FAULTY_KIND``):
 it raises, raises ``SystemExit(42)`` or ``KeyboardInterrupt``, answers with the wrong type,
-hangs, answers something huge, or imports slowly. Each case runs the surfaces the place is
+hangs, answers something huge, imports slowly, or prints (to stdout: it must reach stderr only,
+never the CLI's ``--json``, the MCP transport or the prompt hook's answer). Each case runs the surfaces the place is
 reached from, as subprocesses (where a ``SystemExit`` would be seen as an exit status): the
 CLI (``send``, ``health --json``), the MCP server over stdio (several calls in one session,
 then stdin closed) and the prompt hook, each forked from one interpreter that imported the MCP
@@ -78,6 +79,8 @@ def act(where, fine, wrong=None, huge=None):
         time.sleep(600)
     if KIND == "slow":  # a slow import within the budget: the plugin loads and works
         time.sleep(0.5)
+    if KIND == "print":  # no fault of its own: what it prints must not reach a stdout agent-link answers on
+        print("JUNK printed by faulty in " + where)
     if KIND == "wrong":
         return wrong
     if KIND == "huge":
@@ -225,24 +228,24 @@ def handle(event, payload, ctx):
 # where -> the faults that apply there (a slow import is the import's own fault)
 FAULTS = ("raise", "exit", "interrupt", "wrong", "hang", "huge")
 PLACES: dict[str, tuple[str, ...]] = {
-    "import": ("raise", "exit", "interrupt", "hang", "slow"),
-    "register": ("raise", "exit", "interrupt", "wrong", "hang"),
-    "identify": ("raise", "exit", "interrupt", "wrong", "hang"),
+    "import": ("raise", "exit", "interrupt", "hang", "slow", "print"),
+    "register": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
+    "identify": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
     # every App.create: the CLI's send and health, the MCP server's start
-    "opened": ("raise", "exit", "interrupt", "wrong", "hang"),
-    "event": ("raise", "exit", "interrupt", "wrong", "hang"),
-    "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "opened": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
+    "event": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
+    "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
     # an inbox read that found mail, a push larger than the recipient's host shows
     "fit": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "notice": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
-    "deliver": ("raise", "exit", "interrupt", "wrong", "hang"),
-    "tool": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "deliver": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
+    "tool": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
     # what tools/list lists, chosen once at the server's start
     "listed": ("raise", "exit", "interrupt", "wrong", "hang"),
-    "health": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
-    "harness_health": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
-    "list": ("raise", "exit", "interrupt", "wrong", "huge"),
-    "prompt": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
+    "health": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
+    "harness_health": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
+    "list": ("raise", "exit", "interrupt", "wrong", "huge", "print"),
+    "prompt": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
     # an MCP server's background work: a harness's serve, a plugin's server task
     "serve": ("raise", "exit", "interrupt", "wrong", "hang"),
     "server_task": ("raise", "exit", "interrupt", "hang"),
@@ -330,8 +333,10 @@ class McpSession:
                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE))
         self.lines: queue.Queue[bytes] = queue.Queue()
         self.stderr: list[bytes] = []
-        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
-        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True).start()
+        self.reader = threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True)
+        self.err_reader = threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True)
+        self.reader.start()
+        self.err_reader.start()
         self.next_id = 0
 
     @staticmethod
@@ -363,13 +368,19 @@ class McpSession:
         return answer["result"]["structuredContent"]
 
     def close(self) -> int:
+        """Close stdin and wait for the exit status; every line the server wrote after the last answer read must be JSON too."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        return self.proc.wait(timeout=ANSWER_S)
+        status = self.proc.wait(timeout=ANSWER_S)
+        self.reader.join(timeout=ANSWER_S)
+        self.err_reader.join(timeout=ANSWER_S)
+        while not self.lines.empty():
+            json.loads(self.lines.get())
+        return status
 
 
-def check_mcp(env: dict[str, str], where: str, kind: str, zygote: Zygote) -> list[dict[str, Any]]:
-    """One MCP session reaching every place; returns the problems health reported last."""
+def check_mcp(env: dict[str, str], where: str, kind: str, zygote: Zygote) -> tuple[list[dict[str, Any]], str]:
+    """One MCP session reaching every place; returns the problems health reported last and the server's stderr."""
     session = McpSession(env, zygote)
     try:
         opened = session.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -393,7 +404,7 @@ def check_mcp(env: dict[str, str], where: str, kind: str, zygote: Zygote) -> lis
         assert session.call("list_agents")["ok"]
         if "faulty_echo" in listed and (where, kind) != ("tool", "hang"):
             echoed = session.call("faulty_echo")
-            assert echoed["ok"] == (where != "tool"), echoed
+            assert echoed["ok"] == (where != "tool" or kind == "print"), echoed
         health = session.call("agent_link_health")  # still serving after every fault
         assert health["ok"], health
         if hung is not None:  # the client gives up on it past the budget, as MCP clients do
@@ -405,7 +416,7 @@ def check_mcp(env: dict[str, str], where: str, kind: str, zygote: Zygote) -> lis
     finally:
         status = session.close()
     assert status == 0, (status, b"".join(session.stderr)[-2000:])
-    return health["plugins"]["problems"] + health["plugins"].get("elsewhere", [])
+    return health["plugins"]["problems"] + health["plugins"].get("elsewhere", []), b"".join(session.stderr).decode(errors="replace")
 
 
 @pytest.mark.parametrize(("where", "kind"), CASES, ids=[f"{w}-{k}" for w, k in CASES])
@@ -417,14 +428,15 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
         (tmp_path / surface).mkdir()
         return environment(site, tmp_path / surface, where, kind, valid_schemas_dir)
 
-    send = start_cli(env_in("send"), "send", "team:bob", "hello from the CLI", zygote=zygote) if where in CLI_SEND else None
+    as_json = ("--json",) if kind == "print" else ()
+    send = start_cli(env_in("send"), "send", "team:bob", "hello from the CLI", *as_json, zygote=zygote) if where in CLI_SEND else None
     health = start_cli(env_in("health"), "health", "--json", zygote=zygote) if where in CLI_HEALTH else None
     env = env_in("mcp")
     if where == "fit":  # mail for the reader, so that its reads have something to fit
         mailed = finished(start_cli({**env, "AGENT_LINK_ADDRESS": "team:bob"}, "send", "team:alice", "to read", zygote=zygote))
         assert mailed.returncode == 0, mailed.stderr[-2000:]
     try:
-        problems = check_mcp(env, where, kind, zygote)
+        problems, mcp_stderr = check_mcp(env, where, kind, zygote)
     finally:
         done = {name: finished(proc) for name, proc in (("send", send), ("health", health)) if proc}
     if where == "fit":
@@ -435,13 +447,16 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
     if "send" in done:
         out = done["send"]
         assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
-        assert out.stdout.startswith("queued:"), out.stdout
+        assert "messageId" in json.loads(out.stdout) if as_json else out.stdout.startswith("queued:"), out.stdout
         assert "Traceback" not in out.stderr, out.stderr[-2000:]
     if "health" in done:
         out = done["health"]
-        assert out.returncode == 1, (out.returncode, out.stderr[-2000:])  # a plugin's fault is health's problem
         data = json.loads(out.stdout)
-        assert not data["ok"] and any(p.get("plugin") == "faulty" for p in data["problems"]), data["problems"]
+        if kind == "print":  # no fault
+            assert out.returncode == 0 and data["ok"], (out.returncode, data["problems"])
+        else:  # a plugin's fault is health's problem
+            assert out.returncode == 1, (out.returncode, out.stderr[-2000:])
+            assert not data["ok"] and any(p.get("plugin") == "faulty" for p in data["problems"]), data["problems"]
         problems += data["plugins"]["problems"] + data["plugins"].get("elsewhere", [])
     if "inbox" in done:
         out = done["inbox"]
@@ -452,16 +467,19 @@ def test_a_fault_stays_in_its_plugin(where: str, kind: str, site: Path, tmp_path
         out = done["hook"]
         assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
         # the adapter answers unless its plugin was left out (import, registration) or it faulted
-        assert out.stdout == ('{"ok": true}\n' if kind == "slow" else ""), (out.stdout, out.stderr[-2000:])
-        if where == "prompt":
+        assert out.stdout == ('{"ok": true}\n' if kind in ("slow", "print") else ""), (out.stdout, out.stderr[-2000:])
+        if where == "prompt" and kind != "print":
             assert "agent-link hook:" in out.stderr  # one line saying why nothing was printed
             return  # the hook's faults are its own process's; no other surface reaches the adapter
-    if kind != "slow":
+    if kind == "print":  # what it printed went to stderr (the MCP server's stdout lines all parsed as JSON-RPC)
+        assert all("JUNK" not in out.stdout for out in done.values()), {k: out.stdout for k, out in done.items()}
+        assert "JUNK printed by faulty" in mcp_stderr + "".join(out.stderr for out in done.values())
+    elif kind != "slow":
         assert reported(problems), problems
 
 
 # every fault a start-up registration can make, in a harness's registration and a tool's
-REGISTRATION_FAULTS = [(where, kind) for where in ("register", "register_tools") for kind in PLACES["register"]]
+REGISTRATION_FAULTS = [(where, kind) for where in ("register", "register_tools") for kind in PLACES["register"] if kind != "print"]
 
 
 @pytest.mark.parametrize(("where", "kind"), [*REGISTRATION_FAULTS, ("", "")],

@@ -303,7 +303,7 @@ async def test_server_tasks_hook_runs_guarded(app: App, recorder: Recorder) -> N
     for plugin, task in mine:
         await _guarded(app, plugin, "agent_link_server_tasks", task)  # how `agent-link mcp` runs each one
     assert f"server task ran with {app.config.db_path}" in recorder.calls
-    [problem] = [p for p in app.hooks.problems() if p["hook"] == "agent_link_server_tasks"]
+    [problem] = [p for p in app.hooks.boundary.report() if p["hook"] == "agent_link_server_tasks"]
     assert problem["plugin"] == mine[1][0] and "failing server task" in problem["error"] and not problem["disabled"]
 
 
@@ -312,7 +312,7 @@ def test_listed_tools_hook_chooses_what_a_server_lists(app: App) -> None:
     assert list(app.hooks.listed_tools(None)) == registered  # no answer: every tool
     assert list(app.hooks.listed_tools(" fake ")) == [n for n in registered if n != "fake_echo"]  # order kept
     assert list(app.hooks.listed_tools("broken")) == registered  # a failing answer is left out
-    [problem] = [p for p in app.hooks.problems() if p["hook"] == "agent_link_listed_tools"]
+    [problem] = [p for p in app.hooks.boundary.report() if p["hook"] == "agent_link_listed_tools"]
     assert "must not empty tools/list" in problem["error"] and not problem["disabled"]
 
 
@@ -405,7 +405,7 @@ def test_an_app_that_opens_tells_plugins_and_a_failing_one_is_only_reported(app:
     again = App.create(extra_plugins=(("fake", recorder),))
     try:
         assert recorder.opened == [app.config.state_dir] * 2 and again.inbox(Caller("team:bob", "explicit"), mark=False) is not None
-        assert [p["hook"] for p in again.hooks.problems()] == ["agent_link_app_opened"]
+        assert [p["hook"] for p in again.hooks.boundary.report()] == ["agent_link_app_opened"]
     finally:
         again.close()
 
@@ -424,7 +424,7 @@ async def test_inbox_read_tells_plugins_who_reads_and_they_list_judge_and_sugges
     assert [s["address"] for s in (await app.list_agents(harness="team"))["sessions"]] == ["team:bob"]
     assert (await app.resolve_agent("bob"))["best"]["address"] == "team:bob"
     assert app.hooks.present_sessions("broken") == []  # a failing plugin lists nothing; the listing stands
-    assert any(p["hook"] == "agent_link_present_sessions" for p in app.hooks.problems())
+    assert any(p["hook"] == "agent_link_present_sessions" for p in app.hooks.boundary.report())
     known = await app.send(caller=alice, to="team:bob", body="hi", require_known=True)
     assert known.address_warning is None
     unknown = await app.send(caller=alice, to="team:bobb", body="hi")
@@ -432,7 +432,7 @@ async def test_inbox_read_tells_plugins_who_reads_and_they_list_judge_and_sugges
     assert app.outbox.unseen_address("team:bobb") == unknown.address_warning  # as a role's holder is checked
     garbled = await app.send(caller=alice, to="team:garbled", body="hi")  # a wrong answer counts as none
     assert garbled.address_warning is None
-    assert any(p["hook"] == "agent_link_check_recipient" and "'known'" in p["error"] for p in app.hooks.problems())
+    assert any(p["hook"] == "agent_link_check_recipient" and "'known'" in p["error"] for p in app.hooks.boundary.report())
     with pytest.raises(AgentLinkError) as e:
         await app.directory.resolve_target("teambob", alice)  # no session has that id: the plugin's suggestion
     assert e.value.code == "not_found" and e.value.details["candidates"] == [{"address": "team:bob"}]
@@ -485,7 +485,7 @@ async def test_resolve_elsewhere_claims_a_session_the_harness_does_not_know(app:
     with pytest.raises(AgentLinkError) as e:
         await app.send(caller=caller, to="fake:garbled", body="hi")
     assert e.value.code == "not_found"
-    assert any(p.get("plugin") == "fake" and "agent_link_resolve_elsewhere" in json.dumps(p) for p in app.hooks.problems())
+    assert any(p.get("plugin") == "fake" and "agent_link_resolve_elsewhere" in json.dumps(p) for p in app.hooks.boundary.report())
 
 
 @pytest.mark.anyio
@@ -575,7 +575,7 @@ async def test_held_messages_are_left_to_the_wait_by_a_push_and_an_inbox_read(ap
     recorder.holding.clear()  # the wait ended: nothing is held, and nothing was read to know it
     assert app.hooks.held_messages("fake:one") == set()
     assert app.hooks.held_messages("fake:garbled") == set()
-    assert any(p["hook"] == "agent_link_held_messages" and "expected message ids" in p["error"] for p in app.hooks.problems())
+    assert any(p["hook"] == "agent_link_held_messages" and "expected message ids" in p["error"] for p in app.hooks.boundary.report())
 
 
 class Fitter:
@@ -668,7 +668,7 @@ def test_a_failing_fit_read_leaves_the_read_whole_with_a_warning(isolated_env: P
             [warning] = read["warnings"]
             assert warning["code"] == "plugin_failed" and warning["details"] == {"plugin": "fitter", "hook": "agent_link_fit_read"}
         assert [m["id"] for m in read["messages"]] == ids[:1] and read["page"]["nextOffset"] is None and read["markedDelivered"] == ids[:1]
-        assert any(p["plugin"] == "fitter" and p["hook"] == "agent_link_fit_read" for p in app.hooks.problems())
+        assert any(p["plugin"] == "fitter" and p["hook"] == "agent_link_fit_read" for p in app.hooks.boundary.report())
     finally:
         app.close()
 
@@ -706,7 +706,7 @@ async def test_push_notice_replaces_an_envelope_the_host_would_cut(isolated_env:
             assert sent.delivery.state == "announced" and app.mailbox.get_row(mid)["first_delivered_at"] is None
         else:
             assert harness.pushed[-1][1].startswith("<agent-link-message") and sent.delivery.delivered
-        faulted = any(p["plugin"] == "fitter" and p["hook"] == "agent_link_push_notice" for p in app.hooks.problems())
+        faulted = any(p["plugin"] == "fitter" and p["hook"] == "agent_link_push_notice" for p in app.hooks.boundary.report())
         assert faulted == (notice in (42, "too long"))
     finally:
         await app.aclose()
@@ -804,14 +804,14 @@ def test_a_plugin_specifies_hooks_that_others_implement_guarded_as_the_cores(iso
     app = plugins_app(monkeypatch, ("notes", Notes()), ("writers", writers))
     try:
         app.health()  # the core never calls a plugin's hook: the implementer just loads
-        assert writers.asked == 0 and "writers" in app.plugin_report.loaded
+        assert writers.asked == 0 and "writers" in app.hooks.loaded
         assert app.hooks.call("agent_link_rate_note", note="four") == 4  # firstresult: the answer, not a list
         with pytest.raises(AgentLinkError):  # the spec lets it refuse
             app.hooks.call("agent_link_rate_note", note="refused")
         assert app.hooks.call("agent_link_rate_note", note="wrong") is None  # the spec's check refuses the answer
-        assert "expected a score" in json.dumps(app.hooks.problems())
+        assert "expected a score" in json.dumps(app.hooks.boundary.report())
         assert Notes.notes(app) == {}  # a registration hook: a refused record leaves its plugin out
-        assert any(p["plugin"] == "writers" and "registered a str" in p["error"] and p["disabled"] for p in app.hooks.problems())
+        assert any(p["plugin"] == "writers" and "registered a str" in p["error"] and p["disabled"] for p in app.hooks.boundary.report())
         assert writers.asked == 1
     finally:
         app.close()
@@ -833,15 +833,15 @@ def test_a_plugins_hook_is_checked_when_called_and_unspecified_it_is_unknown_unl
         isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     app = plugins_app(monkeypatch, ("notes", Notes()), ("misfit", Misfit()))
     try:
-        assert "misfit" in app.plugin_report.loaded  # its arguments are checked when the hook is first called
+        assert "misfit" in app.hooks.loaded  # its arguments are checked when the hook is first called
         assert app.hooks.call("agent_link_rate_note", note="x") is None
-        assert "misfit" in app.plugin_report.failed and "takes mood" in app.plugin_report.failed["misfit"]
+        assert "misfit" in app.hooks.failed and "takes mood" in app.hooks.failed["misfit"]
     finally:
         app.close()
     app = plugins_app(monkeypatch, ("misfit", Misfit()), ("optional", Optional()))  # no plugin specifies the hook
     try:
-        assert "not an agent-link hook" in app.plugin_report.failed["misfit"]
-        assert "optional" in app.plugin_report.loaded and app.hooks.call("agent_link_rate_note", note="x") == []
+        assert "not an agent-link hook" in app.hooks.failed["misfit"]
+        assert "optional" in app.hooks.loaded and app.hooks.call("agent_link_rate_note", note="x") == []
     finally:
         app.close()
 
@@ -858,8 +858,18 @@ def test_a_plugin_cannot_specify_a_hook_the_core_or_another_plugin_specifies(iso
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     app = plugins_app(monkeypatch, ("notes", Notes()), ("thief", Thief()), ("core-thief", CoreThief()))
     try:
-        assert "specifies agent_link_register_notes, which the core or another plugin specifies" in app.plugin_report.failed["thief"]
-        assert "specifies agent_link_health" in app.plugin_report.failed["core-thief"]
-        assert "notes" in app.plugin_report.loaded
+        assert "specifies agent_link_register_notes, which the core or another plugin specifies" in app.hooks.failed["thief"]
+        assert "specifies agent_link_health" in app.hooks.failed["core-thief"]
+        assert "notes" in app.hooks.loaded
     finally:
         app.close()
+
+
+def test_an_envelope_author_is_checked_at_the_boundary() -> None:
+    """``EnvelopeContribution.author`` replaces the notice's "another AI agent" sentence: a sentence of 1-300 characters."""
+    from agent_link_core.boundary import RESULT_CHECKS
+
+    check = RESULT_CHECKS["agent_link_render_envelopes"]
+    assert check({"m": EnvelopeContribution(author="A person (user:ana) wrote this.")}, "p") is None
+    for bad in (42, "", "x" * 301):
+        assert "author" in (check({"m": EnvelopeContribution(author=bad)}, "p") or "")

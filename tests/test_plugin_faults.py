@@ -521,7 +521,7 @@ async def test_bad_contributions_are_refused_naming_plugin_hook_and_fix(what: st
     try:
         trigger_commands(app)
         await assert_core_serves(app, good)
-        assert "bad" in app.plugin_report.failed  # left out whole
+        assert "bad" in app.hooks.failed  # left out whole
         assert "bad" not in app.harnesses and "bad_tool" not in tool_names(app)
         assert app.hooks.tools()["message_agent"].description.startswith("Send")
         assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] >= 2
@@ -533,7 +533,7 @@ async def test_bad_contributions_are_refused_naming_plugin_hook_and_fix(what: st
 def test_a_refusal_message_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     app, _ = make_app(Contributes("core_setting"), monkeypatch, "wrong")
     try:
-        (problem,) = app.hooks.problems()
+        (problem,) = app.hooks.boundary.report()
         assert problem["hook"] == "agent_link_register_settings"
         assert "AGENT_LINK_STATE_DIR" in problem["error"] and "core's own setting" in problem["error"]
         assert problem["fix"].startswith("A plugin cannot redefine a core setting")
@@ -550,7 +550,7 @@ def test_a_misspelt_hook_is_reported_and_the_rest_loads(monkeypatch: pytest.Monk
 
     app, _ = make_app(Typo(), monkeypatch, "wrong")
     try:
-        assert "agent_link_health_section" in app.plugin_report.failed["bad"]
+        assert "agent_link_health_section" in app.hooks.failed["bad"]
         assert "good" in app.harnesses
         assert_reported(app, "load")
     finally:
@@ -591,8 +591,8 @@ def test_pluggy_ordering_applies_to_guarded_hooks(monkeypatch: pytest.MonkeyPatc
 
         app.hooks.call("agent_link_on_event", event=Event("sent", None, 1))
         assert order == ["first", "middle", "last"]
-        assert [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.problems()] == [("wraps", "load", True)]
-        assert "wrappers are not supported" in app.plugin_report.failed["wraps"]
+        assert [(p["plugin"], p["hook"], p["disabled"]) for p in app.hooks.boundary.report()] == [("wraps", "load", True)]
+        assert "wrappers are not supported" in app.hooks.failed["wraps"]
     finally:
         app.close()
 
@@ -665,8 +665,8 @@ async def test_a_plugin_cannot_claim_another_plugins_harness_name(monkeypatch: p
     app = App.create(extra_plugins=(("thief", Thief()), ("good", good)))
     try:
         assert app.harnesses["good"] is good.harness
-        assert "thief" in app.plugin_report.failed and "good" not in app.plugin_report.failed
-        (problem,) = [p for p in app.hooks.problems() if p["plugin"] == "thief"]
+        assert "thief" in app.hooks.failed and "good" not in app.hooks.failed
+        (problem,) = [p for p in app.hooks.boundary.report() if p["plugin"] == "thief"]
         assert "plugin 'good' already registered" in problem["error"]
         await assert_core_serves(app, good)
     finally:
@@ -883,6 +883,103 @@ async def test_a_damaged_database_is_the_stores_problem_not_the_plugin_that_met_
         with pytest.raises(AgentLinkError) as caught:
             await app.send(caller=me, to="team:bob", body="after the damage")
         assert caught.value.code == "state_io_error" and caught.value.details["reason"] == "corrupt"
-        assert not [p for p in app.hooks.problems() if p["plugin"] == "reader"]
+        assert not [p for p in app.hooks.boundary.report() if p["plugin"] == "reader"]
     finally:
         app.close()
+
+
+def test_a_plugin_raising_the_timers_overran_itself_is_an_ordinary_fault() -> None:
+    """The boundary's own ``Overran`` raised by a plugin, within its budget, is that plugin's fault like any other
+    exception: contained, reported in its words, the plugin not marked hung (found by review: it was taken for an
+    enclosing call's overrun and re-raised past the boundary)."""
+    from agent_link_core import boundary
+
+    boundary.watch_interrupts()
+    guard = boundary.Boundary(timeout_ms=60_000)
+
+    def raises() -> None:
+        raise boundary.Overran("mine")
+
+    assert guard.call("sly", "agent_link_on_event", raises, default="fallback") == "fallback"
+    assert ("sly", "agent_link_on_event") not in guard.hung
+    assert [p.error for p in guard.problems.values() if p.plugin == "sly"] == ["Overran: mine"]
+    assert boundary._frames == []
+
+
+class _OddSessions(Harness):
+    """Sessions whose fields are not of their documented types (``receive`` a string, ``extra`` a list, a time as
+    text), and one leaving ``receive``/``extra`` as None."""
+
+    name = "odd"
+
+    def __init__(self, junk: bool) -> None:
+        self.junk = junk
+
+    def _session(self) -> Session:
+        if self.junk:
+            return Session("odd:one", "odd", "one", receive="push", extra=["x"], last_activity_ms="soon")  # type: ignore[arg-type]
+        return Session("odd:one", "odd", "one", receive=None, extra=None)  # type: ignore[arg-type]
+
+    async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
+        return SessionListing([self._session()])
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return self._session() if session_id == "one" else None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("junk", [True, False])
+async def test_sessions_a_listing_cannot_show_are_their_harness_fault(junk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A harness's session with fields of the wrong types is refused as that harness's fault (its listing and lookup
+    left out, reported) and list_agents/resolve_agent go on; ``receive``/``extra`` left None read as their defaults
+    (found by review: the core's ``session_view`` raised on them, failing list_agents for every caller)."""
+    harness = _OddSessions(junk)
+
+    class Plugin:
+        @hookimpl
+        def agent_link_register_harnesses(self, register: Any) -> None:
+            register(harness)
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("odd", Plugin()),))
+    try:
+        listed = await app.list_agents()
+        resolved = await app.resolve_agent("odd:one")
+        problems = {p["hook"] for p in app.health()["plugins"]["problems"] if p["plugin"] == "odd"}
+        if junk:
+            assert listed["sessions"] == [] and listed["providers"]["odd"]["reason"] == "harness_failed"
+            assert {"harness.odd.list_sessions", "harness.odd.get_session"} <= problems, problems
+        else:
+            assert [s["receive"] for s in listed["sessions"]] == [{"push": None, "nudge": None, "pull": True}]
+            assert resolved["status"] == "resolved" and not problems
+        json.dumps([listed, resolved])
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_an_envelope_plugin_cannot_hide_a_reads_messages_from_the_plugins_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The envelope hook's messages are one sequence for every plugin of a read: one that tries to empty it fails alone,
+    and the next still adds to every message (found by review: a shared list could be emptied in place)."""
+
+    class Emptier:
+        @hookimpl(tryfirst=True)
+        def agent_link_render_envelopes(self, messages: Any) -> None:
+            messages.clear()
+
+    class Marker:
+        @hookimpl
+        def agent_link_render_envelopes(self, messages: Any) -> dict[str, EnvelopeContribution]:
+            return {m["id"]: EnvelopeContribution(elements=[render_element("seen", [])]) for m in messages}
+
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("marker", Marker()), ("emptier", Emptier())))
+    try:
+        me = Caller("test:alice", "config", "test")
+        for body in ("one", "two"):
+            await app.send(caller=me, to="test:bob", body=body)
+        read = app.inbox(Caller("test:bob", "config", "test"))
+        assert read["renderedBlock"].count("<seen />") == 2
+        assert [p["plugin"] for p in app.health()["plugins"]["problems"]] == ["emptier"]
+    finally:
+        await app.aclose()

@@ -105,14 +105,14 @@ def test_every_plugin_shape_gets_the_hooks_pluggys_own_manager_gets(make: Any) -
         assert function == impl.function and lazy.argnames(function) == impl.argnames, hook
         assert (opts["tryfirst"], opts["trylast"]) == (impl.tryfirst, impl.trylast), hook
     hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("fake", make()),))
-    assert hooks.problems() == []
+    assert hooks.boundary.report() == []
     assert sorted(hooks.hook_view()["fake"]) == sorted({*expected, "load"})
 
 
 def test_a_static_hook_of_an_object_plugin_is_called() -> None:
     hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("shapes", Shapes()),))
     assert hooks.health_sections()["static"] == {"ok": True}
-    assert hooks.problems() == []
+    assert hooks.boundary.report() == []
 
 
 @pytest.mark.parametrize("marker", [hookimpl(wrapper=True), pluggy_mark(hookwrapper=True)], ids=["wrapper", "hookwrapper"])
@@ -126,15 +126,15 @@ def test_a_hook_wrapper_is_refused_naming_the_plugin(marker: Any) -> None:
 
     hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("wraps", Wraps()), ("holder", Holder())))
     assert hooks.health_sections() == {"bound": {"ok": True}}
-    [problem] = hooks.problems()
+    [problem] = hooks.boundary.report()
     assert (problem["plugin"], problem["hook"], problem["disabled"]) == ("wraps", "load", True)
     assert problem["error"] == "agent_link_health is a hook wrapper; wrappers are not supported"
     assert "AGENT_LINK_DISABLE_PLUGINS=wraps" in problem["fix"]
-    assert "wraps" in hooks.report.failed and hooks.report.loaded == ["holder"]
+    assert "wraps" in hooks.failed and hooks.loaded == ["holder"]
 
 
 def test_a_name_or_a_plugin_registered_twice_is_refused() -> None:
     holder = Holder()
     hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("one", holder), ("two", holder), ("one", Holder())))
-    assert [(p["plugin"], p["hook"]) for p in hooks.problems()] == [("two", "load"), ("one", "load")]
-    assert hooks.health_sections() == {} and hooks.report.loaded == []
+    assert [(p["plugin"], p["hook"]) for p in hooks.boundary.report()] == [("two", "load"), ("one", "load")]
+    assert hooks.health_sections() == {} and hooks.loaded == []

@@ -21,9 +21,9 @@ def fake_entry_points(*pairs: tuple[str, str]) -> Any:
 
 @pytest.mark.installed_plugins
 def test_installed_plugins_load_and_can_be_disabled() -> None:
-    report = plugins_of({}).report
+    report = plugins_of({})
     assert {"codex", "claude", "roles", "receipts"} <= set(report.loaded)
-    report = plugins_of({"AGENT_LINK_DISABLE_PLUGINS": "codex, roles"}).report
+    report = plugins_of({"AGENT_LINK_DISABLE_PLUGINS": "codex, roles"})
     assert "codex" not in report.loaded and "roles" not in report.loaded
     assert report.blocked == ["codex", "roles"]
 
@@ -33,7 +33,7 @@ def test_a_test_loads_only_the_installed_plugins_it_names() -> None:
     import os
 
     assert os.environ["AGENT_LINK_LOAD_PLUGINS"] == "presence"  # tests/conftest.py, for agent-link processes too
-    loaded = set(plugins_of(dict(os.environ)).report.loaded)
+    loaded = set(plugins_of(dict(os.environ)).loaded)
     assert "presence" in loaded and "codex" not in loaded
 
 
@@ -69,9 +69,9 @@ def test_duplicate_harness_names_refuse_the_second_naming_both() -> None:
             register(h)
 
     hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("first", One()), ("second", One())))
-    report = hooks.report
+    report = hooks
     assert list(hooks.harnesses()) == ["dup"]
-    (problem,) = hooks.problems()
+    (problem,) = hooks.boundary.report()
     refused = problem["plugin"]
     kept = ({"first", "second"} - {refused}).pop()
     assert f"which plugin {kept!r} already registered" in problem["error"]
@@ -88,10 +88,10 @@ def test_misspelled_hookimpl_is_reported_and_left_out() -> None:
             return None
 
     hooks = plugins_of({"AGENT_LINK_LOAD_PLUGINS": ""}, (("typo", Typo()),))
-    report = hooks.report
+    report = hooks
     assert "typo" in report.failed and "agent_link_on_evnt" in report.failed["typo"]
     assert list(hooks.hook_view()["typo"]) == ["load"]  # registered for no hook: only its failed load was timed
-    assert "AGENT_LINK_DISABLE_PLUGINS=typo" in hooks.problems()[0]["fix"]
+    assert "AGENT_LINK_DISABLE_PLUGINS=typo" in hooks.boundary.report()[0]["fix"]
 
 
 def test_core_tests_load_no_installed_plugin() -> None:
@@ -100,7 +100,7 @@ def test_core_tests_load_no_installed_plugin() -> None:
     assert importlib.metadata.entry_points(group="agent_link")  # something is installed
     app = App.create()
     try:
-        assert app.harnesses == {} and app.plugin_report.loaded == []
+        assert app.harnesses == {} and app.hooks.loaded == []
         assert {spec.name for spec in CORE_TOOLS} <= set(app.hooks.tools())
         assert {app.hooks.owner("tool", name) for name in app.hooks.tools()} == {"agent_link_core.default_plugins"}
     finally:
@@ -110,8 +110,8 @@ def test_core_tests_load_no_installed_plugin() -> None:
 def test_load_only_names_the_plugins_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.metadata, "entry_points",
                         fake_entry_points(("one", "agent_link_core.errors"), ("two", "agent_link_core.addresses")))
-    assert plugins_of({"AGENT_LINK_LOAD_PLUGINS": "two"}).report.loaded == ["two"]
-    assert plugins_of({}).report.loaded == ["one", "two"]
+    assert plugins_of({"AGENT_LINK_LOAD_PLUGINS": "two"}).loaded == ["two"]
+    assert plugins_of({}).loaded == ["one", "two"]
 
 
 @pytest.mark.parametrize(("name", "ok"), [

@@ -80,5 +80,5 @@ def test_health_and_plugins_leave_out_an_uninstalled_plugins_problems(command: s
 def test_the_versions_recorded_are_the_installed_ones() -> None:
     from agent_link_core.plugins import plugins_of
 
-    installed = plugins_of().report.installed()
+    installed = plugins_of().installed()
     assert installed[CORE_PLUGIN] == __version__ and "not-a-plugin" not in installed

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -130,6 +131,91 @@ def test_health_names_a_full_disk(isolated_env: Path) -> None:
     database = json.loads(done.stdout)["database"]
     assert database["readOnly"] is True and database["problem"]["details"]["reason"] == "disk_full"
     assert database["pendingForCaller"] == 1
+
+
+class NoSpace:
+    f_bavail, f_frsize = 0, 4096
+
+
+def test_health_finds_a_disk_that_filled_after_the_database_opened(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database opens (its -shm exists), but no write has room: health says so as when the open found the disk full."""
+    sent("before the disk filled")
+    monkeypatch.setenv("AGENT_LINK_ADDRESS", "test:bob")
+    app = App.create(read_only_ok=True)
+    try:
+        assert app.read_only is None and app.health()["database"]["ok"] is True
+        monkeypatch.setattr(os, "statvfs", lambda path: NoSpace())
+        health = app.health()
+    finally:
+        app.close()
+    assert health["database"]["ok"] is False and health["database"]["problem"]["details"]["reason"] == "disk_full"
+    assert health["stateDir"]["writable"] is False and health["database"]["pendingForCaller"] == 1
+
+
+def test_health_of_a_filled_disk_exits_1(isolated_env: Path) -> None:
+    """Through the real command, the database opening as usual: one problem line and exit 1, the JSON's ok false."""
+    sent("before the disk filled")
+    code = ("import os, sys\n"
+            "class NoSpace: f_bavail, f_frsize = 0, 4096\n"
+            "os.statvfs = lambda path: NoSpace()\n"
+            "sys.argv = ['agent-link', *sys.argv[1:]]\n"
+            "from agent_link_core.cli import main\n"
+            "main()\n")
+    for args in (["health"], ["health", "--json"]):
+        done = subprocess.run([sys.executable, "-c", code, *args], env={**os.environ, **NO_HOSTS, **BOB},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        if "--json" in args:
+            data = json.loads(done.stdout)
+            assert data["ok"] is False and data["database"]["problem"]["details"]["reason"] == "disk_full"
+        else:
+            assert "REFUSING WRITES" in done.stdout and done.stdout.count("is full") == 1, done.stdout
+
+
+@pytest.fixture
+def tiny_disk(isolated_env: Path) -> Iterator[Path]:
+    """A state dir on a 1.2 MB tmpfs (root only: mounting needs it), unmounted after."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    state = isolated_env.parent / "tiny"
+    state.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(state)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield state / "state"
+    finally:
+        subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+@pytest.mark.installed_plugins("receipts", "presence")
+def test_health_on_a_full_tmpfs_says_so(tiny_disk: Path) -> None:
+    """A real full disk (a filler file took the rest): health exits 1 naming it, send says it too, every stderr line is
+    agent-link's (prefixed), and the MCP tool's health reports it."""
+    env = {"AGENT_LINK_STATE_DIR": str(tiny_disk)}
+    assert run("send", "test:bob", "before the disk filled", "--from", "test:alice", env=env).returncode == 0
+    with open(tiny_disk.parent / "filler", "wb") as filler:
+        with pytest.raises(OSError):
+            while True:
+                filler.write(b"x" * 65536)
+                filler.flush()
+    done = run("health", "--json", env={**env, **BOB})
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    assert data["ok"] is False and data["database"]["problem"]["details"]["reason"] == "disk_full"
+    assert data["stateDir"]["writable"] is False
+    assert all(line.startswith("agent-link") for line in done.stderr.splitlines()), done.stderr
+    send = run("send", "test:bob", "x" * 60_000, "--from", "test:alice", env=env)
+    assert send.returncode == 1 and "is full" in send.stderr, send.stderr
+    script = ("import asyncio, json\n"
+              "from agent_link_testing.mcp_client import agent_link_mcp\n"
+              "async def main():\n"
+              "    async with agent_link_mcp({}) as client:\n"
+              "        print(json.dumps(await client.call('agent_link_health', {})))\n"
+              "asyncio.run(main())\n")
+    served = subprocess.run([sys.executable, "-c", script], env={**os.environ, **NO_HOSTS, **BOB, **env},
+                            capture_output=True, text=True, timeout=120)
+    health = json.loads(served.stdout.splitlines()[-1])
+    assert health["database"]["ok"] is False and health["database"]["problem"]["details"]["reason"] == "disk_full", health
 
 
 # The child's disk fills at a chosen moment of the first open: SQLite then refuses to grow

@@ -2,7 +2,8 @@
 
 * an inbox read renders each message's envelope once, the envelope hook asked once for all its
   messages (a read cut by the budgets plugin: plugins/budgets/tests/test_budget_read_path.py);
-  an answer of that hook with one refused contribution leaves out that plugin's only;
+  an answer of that hook with one refused contribution leaves out that plugin's only; a fitting
+  plugin interrupted while an envelope renders for it leaves the read whole;
 * every list (inbox, inbox --all; the conversations and web plugins' lists: their tests) runs as
   many SQL statements for many messages as for a few;
 * escaping skips only text it would leave as it is;
@@ -249,8 +250,48 @@ def test_a_refused_envelope_answer_leaves_out_that_plugin_s_contributions_to_the
         assert len(envelopes) == 3 and [m["id"] for m in out["messages"]] == ids
         assert all('via="role:good"' in e and '<note by="good" />' in e for e in envelopes)
         assert "<refused" not in out["renderedBlock"] and "<foreign" not in out["renderedBlock"]
-        [problem] = [p for p in application.hooks.problems() if p["plugin"] == "refused"]
+        [problem] = [p for p in application.hooks.boundary.report() if p["plugin"] == "refused"]
         assert problem["hook"] == "agent_link_render_envelopes" and "'via' and 'procedure'" in problem["error"]
-        assert not [p for p in application.hooks.problems() if p["plugin"] in ("foreign", "good")]
+        assert not [p for p in application.hooks.boundary.report() if p["plugin"] in ("foreign", "good")]
+    finally:
+        application.close()
+
+
+class Fitting:
+    """Fits a read by looking at each message's envelope (as the budgets plugin does)."""
+
+    @hookimpl
+    def agent_link_fit_read(self, read: reading.ReadDraft) -> int:
+        return sum(1 for _ in read.messages)
+
+
+@pytest.mark.timeout(300, method="thread")  # SIGALRM stays the boundary's, as in the MCP server
+def test_a_fitting_plugin_interrupted_while_an_envelope_renders_leaves_the_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read's envelopes are made by one generator, which the fitting plugin's call drives; when that call is
+    interrupted after its budget while the core renders an envelope for it, the generator ends, and the read must still
+    be returned whole, as for any failed fitting plugin (found by review: it failed with 'generator raised StopIteration')."""
+    import time
+
+    from agent_link_core import boundary, mailbox
+
+    boundary.watch_interrupts()
+    if boundary._arm(60) is None:
+        pytest.skip("another handler owns SIGALRM in this process")
+    boundary._disarm(boundary._frames[-1])
+    monkeypatch.setenv("AGENT_LINK_HOOK_TIMEOUT_MS", "100")
+    render, calls = mailbox.render_envelope, itertools.count(1)
+
+    def rendering(msg: Any, **kw: Any) -> str:
+        if next(calls) == 2:  # the second envelope: the fitting plugin's budget runs out while it renders
+            time.sleep(5)
+        return render(msg, **kw)
+
+    monkeypatch.setattr(mailbox, "render_envelope", rendering)
+    application = App.create(extra_plugins=(("fitting", Fitting()), contributing("good")))
+    try:
+        ids = store(application, 4)
+        out = reading.inbox(application, ME, limit=10, mark=True, include_open=True)
+        assert out["markedDelivered"] == ids and out["renderedBlock"].count('via="role:good"') == 4
+        assert [w["details"]["plugin"] for w in out["warnings"]] == ["fitting"]
     finally:
         application.close()

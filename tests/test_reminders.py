@@ -118,7 +118,7 @@ def test_registration_is_validated_and_names_the_plugin(isolated_env: Path) -> N
     app = App.create(env={**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude roles receipts"}, extra_plugins=(("bad", Bad()),))
     try:
         assert "Bad_Name" not in app.hooks.prompt_hooks()  # refused, and the plugin left out
-        (problem,) = [p for p in app.hooks.problems() if p["plugin"] == "bad"]
+        (problem,) = [p for p in app.hooks.boundary.report() if p["plugin"] == "bad"]
         assert "Bad_Name" in problem["error"] and problem["hook"] == "agent_link_register_prompt_hooks"
     finally:
         asyncio.run(app.aclose())

@@ -155,7 +155,7 @@ def test_a_plugin_extends_a_core_tool_and_a_bad_extension_is_refused() -> None:
         assert spec.input_schema["properties"]["message"]["minLength"] == 1 and "bad" not in spec.output_fields
         assert spec.description.endswith("when you expect an answer. Shout if you must.")
         assert "mood" in tools["list_agents"].output_fields
-        problems = {p["plugin"]: p["error"] for p in app.hooks.problems()}
+        problems = {p["plugin"]: p["error"] for p in app.hooks.boundary.report()}
         assert "argument 'message', which message_agent has already" in problems["clash"]
         assert "result field 'to', which message_agent has already" in problems["greedy"]
         assert "'wait_for_agent', which is no core tool" in problems["stranger"]

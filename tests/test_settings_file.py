@@ -33,7 +33,7 @@ def test_the_app_and_its_plugins_read_the_file(settings: Path, tmp_path: Path) -
     settings.write_text(f'state_dir = "{tmp_path / "box"}"\ndisable_plugins = "roles"\n')
     app = App.create()
     try:
-        assert app.config.state_dir == str(tmp_path / "box") and "roles" in app.plugin_report.blocked
+        assert app.config.state_dir == str(tmp_path / "box") and "roles" in app.hooks.blocked
         health = app.health()
         assert health["settings"]["sources"]["AGENT_LINK_STATE_DIR"] == "settings-file"
     finally:

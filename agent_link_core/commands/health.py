@@ -49,7 +49,7 @@ def _print_health(h: dict[str, Any]) -> None:
 @command(JSON, NDJSON, reader=True)
 def health(ctx: Any, as_json: bool, ndjson: bool) -> None:
     """Show whether agent-link works here and what it sees (exit 1 when the database
-    refuses writes: damaged, replaced, or a state dir this user cannot write; when a
+    refuses writes: damaged, replaced, a full disk or a state dir this user cannot write; when a
     plugin's section reports a problem, such as a roles file that does not parse; or when a
     plugin is broken: it failed to import or register, was left out or failed in a hook,
     here or in another agent-link process in the last day)."""

@@ -39,7 +39,6 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     A plugin may limit a read's size (the budgets plugin: the calling host's limit, else
     AGENT_LINK_READ_BYTES); a message larger than that comes in pages: follow the printed --offset.
     """
-    from agent_link_core import reading
     from agent_link_core.cli_text import cli_words, terminal_safe
     from agent_link_core.identity import reads_own_mail
 
@@ -53,12 +52,12 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     caller = as_caller(app, as_address)
     peek = peek or (not mark_read and not reads_own_mail(app, caller.address))  # another's mail stays theirs
     # read without marking; what was shown is marked once the output is written (show_then_mark)
-    app.require_caller(caller)
-    mark, warnings = app.begin_inbox_read(caller, not peek)
+    mark, warnings = app.begin_inbox_read(app.require_caller(caller), not peek)
+    data = app.inbox(caller, limit=limit, mark=False, message_id=message_id, offset=offset or 0)
     cut = False  # --all: a listing that left older mail out
     if all_mail:
         # a listing, not a read (no paging, nothing held for a wait)
-        data = {k: v for k, v in app.inbox(caller, limit=limit, mark=False).items() if k not in ("more", "page", "heldByActiveWait")}
+        data = {k: v for k, v in data.items() if k not in ("more", "page", "heldByActiveWait")}
         try:
             listed = app.mailbox.addressed_to(caller.address, limit + 1, before)
         except AgentLinkError as exc:  # a bad cursor: named as this command's option
@@ -66,8 +65,6 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         data["messages"], cut = listed[:limit], len(listed) > limit  # one more than shown: are there older ones?
         data["nextBefore"] = data["messages"][-1]["id"] if cut else None  # --before of the next page
         data["renderedBlock"] = "\n".join(view.pop("envelope") for view in data["messages"])
-    else:
-        data = reading.inbox(app, caller, limit=limit, mark=False, include_open=True, message_id=message_id, offset=offset or 0)
     if warnings:
         data["warnings"] = [*data.get("warnings", []), *warnings]
     to_mark = shown_unread(app, data) if mark else []

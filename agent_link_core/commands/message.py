@@ -21,12 +21,12 @@ def reply(ctx: Any, message_id: str, text: str | None, file: str | None, decline
     if decline and done:
         usage_error("choose one of --decline and --done")
     kind = "decline" if decline else "done" if done else "reply"
-    envelope_format = named.pop("envelope_format", "agent-link")  # a plugin's --envelope (send's says more)
     body = message_text(text, file) if (text is not None or file is not None) else None
     app = get_app(ctx)
     me = who_am_i(app, from_address, named)
+    envelope_format = named.pop("envelope_format", None)  # a plugin's --envelope (send's says more)
     data = run_async(app.reply(caller=me, message_id=message_id, resolution=kind, message=body,
-                               metadata={"envelopeFormat": envelope_format} if envelope_format != "agent-link" else None))
+                               metadata={"envelopeFormat": envelope_format} if envelope_format else None))
     def human(d: dict[str, Any]) -> None:
         sent = f"reply {d['messageId']} {d['delivery']}" if d["messageId"] else "no reply message sent"
         echo(f"{d['resolution']['kind']}: {d['replyToMessageId']} ({d['status']}); {sent}")

@@ -53,10 +53,9 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     later; never pushed again), queued, rejected, unknown.
     """
     # ``then``: a plugin option's part of the send (--wait: SendWait, plugins/waits/agent_link_waits/cli.py, has its methods);
-    # ``envelope_format``: a plugin's --envelope (``agent-link``: the core's own envelope)
+    # ``envelope_format``: a plugin's --envelope (None: the core's own envelope)
     from agent_link_core.cli_text import address_error, cli_words
 
-    envelope_format = named.pop("envelope_format", "agent-link")
     body = message_text(text, file)
     if not target.strip():
         usage_error("TARGET is empty: give an address, a contact alias or a session id")
@@ -77,7 +76,7 @@ def send(ctx: Any, target: str, text: str | None, file: str | None, message_id: 
     result = run_async(send_reliably(app, target, body, sender=me, message_id=message_id, ttl_ms=ttl_ms, reply_by=reply_by, anticipation=anticipation,
                                      retry_delays_ms=retry_delays(retry_count, retry_delay_ms, retry_backoff, retry_jitter), retry_unknown=retry_unknown,
                                      require_known=require_known, correlation_id=correlation_id, sender_project=sender_project, sender_label=sender_label,
-                                     envelope_format=None if envelope_format == "agent-link" else envelope_format),
+                                     envelope_format=named.pop("envelope_format", None)),
                        inline=reaches_no_harness(app, target.strip(), me))
     data = result.to_dict()
     if then is not None:
@@ -154,8 +153,8 @@ async def send_reliably(
     ULID or a UUID (any case; a UUID is stored as the ULID of its 128 bits and echoed as ``clientMessageId``); an
     ``unknown`` push is pushed again only with ``retry_unknown``. ``ttl_ms`` (ms) counts from the first attempt;
     ``retry_delays_ms`` (:func:`retry_delays`) space the pushes again of one that failed before the host accepted it.
-    ``require_known``: :meth:`~agent_link_core.sending.Outbox.unseen_address`. ``envelope_format``: a form the
-    recipient's harness lists in its ``envelope_formats`` (else ``rejected``, nothing stored).
+    ``require_known``: :meth:`~agent_link_core.sending.Outbox.unseen_address`. ``envelope_format``: stored as the
+    message's ``envelopeFormat``, for the plugin that offers it to check (``agent_link_before_send``) and render.
 
     :raises AgentLinkError: never for a refusal (that is ``rejected``); only for bad arguments (``invalid_arguments``) and
         an unusable state dir (``state_io_error``).
@@ -164,7 +163,6 @@ async def send_reliably(
         "correlationId": correlation_id, "senderProject": sender_project, "senderLabel": sender_label})
     try:
         resolved = await app.directory.resolve_target(target, sender)
-        app.outbox.check_format(envelope_format, resolved, "a target")
         # a role stays the recipient: the send finds its holder and keeps the role (``via``)
         recipient = target.strip() if address_scheme(target.strip()) == "role" else resolved
         # the expiry is stored before the first push (the envelope the target reads says it); a resend never extends it

@@ -134,7 +134,6 @@ async def resolve_agent(app: App, args: dict[str, Any], call: ToolCall) -> dict[
 async def message_agent(app: App, args: dict[str, Any], call: ToolCall, *, tool: str = "message_agent") -> dict[str, Any]:
     """``message_agent``; ``tool``: the name the send is recorded under (``SendContext.tool``, which ``before_send``
     hooks see): a plugin tool that sends through this handler names itself."""
-    # what plugins added (agent_link_extend_tools) reaches the recipient's Harness.deliver as its options
     options = {k: v for k, v in args.items() if k not in MESSAGE_AGENT.input_schema["properties"]}
     named = app.harnesses.get(args["to"].split(":", 1)[0]) if is_address(args["to"]) else None
     # an exact address may name an archived session of a harness whose archived sessions take mail

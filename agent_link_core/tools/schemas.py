@@ -21,18 +21,13 @@ _ULID_OR_UUID = "^([0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}|[0-9A-Fa-f]{8}-?[0-9
 ULID: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID.replace("(", "(?:", 1)}
 #: A send's idempotency key (the CLI's ``send --message-id``): a ULID or a UUID, passed as given (kept in the fingerprint).
 IDEMPOTENCY_KEY: dict[str, Any] = {"type": "string", "pattern": _ULID_OR_UUID}
-#: A pattern that refuses NUL, which no file path can hold (the OS would raise on it).
 NO_NUL = "^[^\\u0000]*$"
-#: A filesystem path argument (a directory or file; absolute where the tool says so).
 PATH: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": NO_NUL}
-#: A path filter: one path or a list of them.
 PATHS: dict[str, Any] = {"anyOf": [PATH, {"type": "array", "items": PATH}]}
-#: an address argument, ``<harness>:<id>`` (addresses.ADDRESS_RE)
 ADDRESS: dict[str, Any] = {"type": "string", "pattern": ADDRESS_RE.pattern}
 #: an argument naming an agent: an address, a bare id, a role or words of a title (resolved); bounded so a runaway value
 #: is refused instead of echoed back whole in a not_found answer
 AGENT_QUERY: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_TARGET_CHARS}
-#: a harness name argument (addresses.HARNESS_RE)
 HARNESS: dict[str, Any] = {"type": "string", "pattern": HARNESS_RE.pattern}
 #: What an argument with one of these patterns must be, in words (errors say these, not the pattern); a pattern not here
 #: is said by the argument's description.

@@ -24,7 +24,7 @@ class Counting:
         self.batches = 0
 
     @hookimpl
-    def agent_link_render_envelopes(self, messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+    def agent_link_render_envelopes(self, messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
         self.calls.update(m["id"] for m in messages)
         self.batches += 1
         return None

@@ -54,7 +54,7 @@ if _packages:
 PROBE = """
 import importlib, sys
 from agent_link_core.plugins import plugins_of
-print(",".join(sorted(plugins_of({}).report.loaded)))
+print(",".join(sorted(plugins_of({}).loaded)))
 try:
     importlib.import_module("agent_link_" + sys.argv[1])
 except ModuleNotFoundError:

@@ -176,7 +176,7 @@ class Stamp:
         register(BudgetHost())
 
     @hookimpl
-    def agent_link_render_envelopes(self, messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution]:
+    def agent_link_render_envelopes(self, messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution]:
         return {m["id"]: EnvelopeContribution(elements=[render_element("stamp", [("n", str(stamp))], "stamped " * 3)])
                 for m in messages if (stamp := m["metadata"].get("stamp"))}
 

@@ -455,7 +455,7 @@ class ChannelBridge:
                 raise
             except Exception as exc:  # the message stays queued; the loop retries with back-off
                 self.status.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                log.warning("channel push of %s failed: %s", row["id"], exc)
+                log.warning("agent-link: channel push of %s failed: %s", row["id"], exc)
                 return FAILED
             if notice is not None:
                 app.mailbox.record_event(row["id"], "announced", address, "channel", {"method": METHOD, "bytes": size})

@@ -447,7 +447,7 @@ class AppServerClient:
                 try:
                     message = json.loads(raw)
                 except (TypeError, ValueError):
-                    log.warning("app-server sent a non-JSON frame (%d bytes)", len(raw))
+                    log.warning("agent-link: app-server sent a non-JSON frame (%d bytes)", len(raw))
                     continue
                 if isinstance(message, dict):
                     self._route(message)
@@ -458,7 +458,7 @@ class AppServerClient:
             detail = "reader cancelled"
             raise
         except Exception as exc:  # pragma: no cover - defensive: never leave requests hanging
-            log.exception("app-server reader failed")
+            log.exception("agent-link: app-server reader failed")
             detail = _describe(exc)
         finally:
             self._finish("connection-lost", detail)
@@ -507,7 +507,7 @@ class AppServerClient:
                 if inspect.isawaitable(outcome):
                     self._spawn(_guard(outcome, method))
             except Exception:
-                log.exception("notification callback failed for %s", method)
+                log.exception("agent-link: notification callback failed for %s", method)
 
     def _on_server_request(self, req: ServerRequest) -> None:
         self.server_request_counts[req.method] = self.server_request_counts.get(req.method, 0) + 1
@@ -526,7 +526,7 @@ class AppServerClient:
         except AppServerError as exc:
             reply: dict[str, Any] = {"id": req.id, "error": {"code": exc.code, "message": exc.message}}
         except Exception as exc:
-            log.exception("server request handler failed for %s", req.method)
+            log.exception("agent-link: server request handler failed for %s", req.method)
             reply = {"id": req.id, "error": {"code": -32603, "message": f"client error: {type(exc).__name__}"}}
         else:
             reply = {"id": req.id, "result": result}
@@ -608,4 +608,4 @@ async def _guard(awaitable: Awaitable[Any], method: str) -> None:
     try:
         await awaitable
     except Exception:
-        log.exception("notification callback failed for %s", method)
+        log.exception("agent-link: notification callback failed for %s", method)

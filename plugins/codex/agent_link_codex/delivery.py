@@ -491,7 +491,7 @@ class Deliverer:
                 self.claims.settle(message_id, "confirmed", turn_id=seen.get("turnId"), item_id=seen.get("itemId"))
                 on_confirmed(message_id, {"clientId": message_id, **seen, "endpoint": link.endpoint.id})
             except Exception:  # the claim stays accepted: a later recheck confirms it
-                log.exception("recording the late echo of %s failed", message_id)
+                log.exception("agent-link: recording the late echo of %s failed", message_id)
 
         self.service.spawn(watch())
 

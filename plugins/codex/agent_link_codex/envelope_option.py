@@ -1,6 +1,6 @@
 """``--envelope agent-link|intercom-v2`` on the core's ``send`` and ``reply``: what the recipient's model reads
 (``intercom-v2``: :mod:`agent_link_codex.intercom`, not imported here). Added by the codex plugin's ``agent_link_register_commands``; the core's commands take
-the value as ``envelope_format`` (``agent-link``: the core's own envelope)."""
+the value as ``envelope_format`` (None: the core's own envelope, ``agent-link``)."""
 
 from __future__ import annotations
 
@@ -18,4 +18,5 @@ def add_envelope_option(cli: click.Group) -> None:
             continue
         at = next((i for i, p in enumerate(command.params) if p.name == "from_address"), len(command.params))
         command.params.insert(at, click.Option(["--envelope", "envelope_format"], type=click.Choice(["agent-link", "intercom-v2"]),
-                                               default="agent-link", show_default=True, help=help_))
+                                               default="agent-link", show_default=True, help=help_,
+                                               callback=lambda _ctx, _param, value: None if value == "agent-link" else value))

@@ -73,8 +73,6 @@ class CodexHarness(Harness):
     env_variables = ("CODEX_HOME",)  # transcripts, config, the app-server's control socket
     # ``added`` / ``updated`` / ``registry-full`` once ``--socket PATH`` registered its endpoint
     # in this process (reported by ``sessions`` and ``send``, as agent-session-intercom does).
-    # message formats this harness can put in front of a model besides agent-link's envelope
-    envelope_formats = ("intercom-v2",)
     endpoint_registration: str | None = None
     # `agent-link send --from-thread T [--from-endpoint E]`: identify_caller gets exactly these keys
     sender_options = SENDER_OPTIONS
@@ -516,7 +514,7 @@ class CodexHarness(Harness):
             except (AgentLinkError, AppServerError, AppServerUnavailable) as exc:
                 log.info("codex background pass: %s", exc)
             except Exception:  # one bad pass must not end background delivery
-                log.exception("codex background pass failed")
+                log.exception("agent-link: codex background pass failed")
 
     async def aclose(self) -> None:
         """Close the app-server connections and stop the private app-server (idempotent)."""
@@ -569,7 +567,7 @@ class CodexHarness(Harness):
             try:
                 await self.remind(app)
             except Exception:  # a failing pass (e.g. the database busy) must not end the loop
-                log.exception("codex reminder sweep failed")
+                log.exception("agent-link: codex reminder sweep failed")
 
     async def remind(self, app: Any) -> int:
         """Offer each Codex thread with reminders due a reminder turn (:meth:`push_reminders`); one that raises is
@@ -581,7 +579,7 @@ class CodexHarness(Harness):
             try:
                 reminded += await self.push_reminders(app, address)
             except Exception:
-                log.exception("pushing reminders to %s failed", address)
+                log.exception("agent-link: pushing reminders to %s failed", address)
         return reminded
 
     async def push_reminders(self, app: Any, address: str) -> bool:

@@ -188,11 +188,15 @@ def build_envelope_v2(message: dict[str, Any], *, sender_endpoint: str, target_e
     return validate_envelope_v2(envelope)
 
 
-def check_sendable(sender: str, recipient: str) -> None:
-    """Refuse a v2 send that cannot form a valid envelope: both ends must be Codex threads.
+def check_sendable(sender: str, recipient: str, envelope_format: str = FORMAT, is_reply: bool = False) -> None:
+    """Refuse a send in ``envelope_format`` that cannot form a valid envelope: only a Codex thread shows one (v2), rule
+    ``unsupported`` (``is_reply``: the recipient is the sender of the message answered), and only from a Codex thread.
 
     :raises AgentLinkError: ``invalid_arguments`` (path ``envelope``).
     """
+    if envelope_format != FORMAT or not recipient.startswith("codex:"):
+        raise invalid_arguments([{"path": "envelope", "rule": "unsupported", "expected":
+                                  f"{'a message from a sender' if is_reply else 'a target'} whose harness can show {envelope_format}"}])
     if not (sender.startswith("codex:") and recipient.startswith("codex:")):
         raise AgentLinkError(
             "invalid_arguments", "The intercom v2 envelope goes from one Codex thread to another.",

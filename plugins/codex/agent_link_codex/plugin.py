@@ -88,14 +88,13 @@ agent_link_schema = migrations(MIGRATIONS)
 def agent_link_before_send(message: Any, context: Any, app: App) -> list[dict[str, Any]] | None:
     """Turn overrides (model, effort, cwd) aimed at a Codex thread: checked against the
     override policy before anything is stored (:func:`agent_link_codex.overrides.check_send`);
-    an intercom v2 send must go from a Codex thread to a Codex thread."""
+    a send naming an envelope format (``--envelope``) must be intercom v2 from a Codex thread to a Codex thread."""
     from agent_link_codex.overrides import check_send
 
     if message.metadata.get("envelopeFormat") is not None:  # the intercom module only for a send that names a format
-        from agent_link_codex.intercom import FORMAT, check_sendable
+        from agent_link_codex.intercom import check_sendable
 
-        if message.metadata["envelopeFormat"] == FORMAT:
-            check_sendable(message.sender.address, message.recipient)
+        check_sendable(message.sender.address, message.recipient, message.metadata["envelopeFormat"], context.is_reply)
     return check_send(message, context, app)
 
 

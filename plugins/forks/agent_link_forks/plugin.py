@@ -56,7 +56,7 @@ def agent_link_schema() -> list[Migration]:
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
     """``<fork thread="codex:<id>" model=… effort=… status=…/>`` on each reconcile message."""
     forks = {m["id"]: fork for m in messages
              if isinstance(fork := m["metadata"].get("fork"), dict) and str(fork.get("thread") or "").startswith("codex:")}

@@ -184,7 +184,7 @@ class Runtime:
         try:
             await work
         except Exception:
-            log.exception("fork job step failed")
+            log.exception("agent-link: fork job step failed")
 
     def emit(self, kind: str, message_id: str | None, actor: str, data: dict[str, Any]) -> None:
         """Tell observers (receipts) about a job event (``forked``, ``reconciled``, ``archived``)."""
@@ -275,7 +275,7 @@ class Runtime:
                     return
                 errors += 1
                 if errors >= MAX_POLL_ERRORS:
-                    log.warning("fork job %s: %d failed polls in a row; leaving it to a sweeper", job_id, errors)
+                    log.warning("agent-link: fork job %s: %d failed polls in a row; leaving it to a sweeper", job_id, errors)
                     self.jobs.release(job_id, self.owner)
                     return
             else:
@@ -412,7 +412,7 @@ class Runtime:
             try:
                 await self.sweep()
             except Exception:  # one bad pass must not end the sweeper
-                log.exception("fork job sweep failed")
+                log.exception("agent-link: fork job sweep failed")
             await asyncio.sleep(self.sweep_ms / 1000)
 
     async def sweep(self) -> dict[str, int]:

@@ -245,7 +245,7 @@ class Front:
         try:
             store_answers(self.cache_file, known)
         except OSError as exc:
-            log.warning("could not write the MCP start-up cache %s: %s", self.cache_file, exc)
+            log.warning("agent-link: could not write the MCP start-up cache %s: %s", self.cache_file, exc)
 
     # -- the two threads ---------------------------------------------------------------------
 
@@ -280,7 +280,7 @@ class Front:
                 handle.write(text)
             os.replace(tmp, path)
         except (OSError, AgentLinkError) as exc:
-            log.warning("could not keep the launcher's MCP answers in %s: %s", self.launcher_cache, exc)
+            log.warning("agent-link: could not keep the launcher's MCP answers in %s: %s", self.launcher_cache, exc)
             return f"could not write {path}"
         return None
 
@@ -465,7 +465,7 @@ class Front:
             not_kept = self.keep_for_launcher(key, answer)
             if answer != launcher_answer:
                 self.mismatches.append(key)
-                log.warning("the launcher answered %s with other answers than the server's (this connection keeps "
+                log.warning("agent-link: the launcher answered %s with other answers than the server's (this connection keeps "
                             "them); %s", key, "kept the server's for the next start" if not_kept is None
                             else f"the launcher's stay for the next start ({not_kept})")
             return False
@@ -476,7 +476,7 @@ class Front:
         if answer != front_answer:
             self.mismatches.append(key)
             self.answers = None  # answer nothing more from a cache found wrong
-            log.warning("the MCP start-up cache's %s differed from the server's answer; relearnt", key)
+            log.warning("agent-link: the MCP start-up cache's %s differed from the server's answer; relearnt", key)
             self.learn(key, answer, fresh=True)
         self.keep_for_launcher(key, answer)
         return False

@@ -188,7 +188,7 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
     except pydantic.ValidationError as exc:
         if "method" not in obj and ("result" in obj or "error" in obj):
             # a response to this server: JSON-RPC has no way to answer it
-            log.warning("dropped a JSON-RPC line that is not a valid message: %s", type(exc).__name__)
+            log.warning("agent-link: dropped a JSON-RPC line that is not a valid message: %s", type(exc).__name__)
             return LineOutcome()
         # anything else that is no valid message (even without an id: {}, a numeric method) is
         # an invalid request, answered with id null as JSON-RPC 2.0 §5 says
@@ -198,7 +198,7 @@ def parse_line(raw: bytes, *, too_long: bool = False) -> LineOutcome:
         # An id of the wrong type (true, 1.5, {}) reads as a notification: still answer it.
         return LineOutcome(answer=error_response(None, INVALID_REQUEST, "Invalid request: id must be a string or an integer."))
     if warnings and not isinstance(message, types.JSONRPCRequest):
-        log.warning("a JSON-RPC notification or response was read with replacements: %s",
+        log.warning("agent-link: a JSON-RPC notification or response was read with replacements: %s",
                     [w["code"] for w in warnings])
         warnings = []
     if isinstance(message, types.JSONRPCRequest) and obj.get("method") == "tools/call":

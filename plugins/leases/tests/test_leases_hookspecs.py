@@ -73,11 +73,11 @@ async def test_claim_paths_hook_is_awaited_and_its_refusal_raised(monkeypatch: p
         assert refused.value.code == "lease_conflict"
         # any other failure is the plugin's: reported, answered as "no plugin claims files"
         assert await claim(keeper, holder="fake:one", paths=["crash.py"], project_root=str(tmp_path)) is None
-        assert any(p.get("plugin") == "claims" and "failing claims plugin" in json.dumps(p) for p in keeper.hooks.problems())
+        assert any(p.get("plugin") == "claims" and "failing claims plugin" in json.dumps(p) for p in keeper.hooks.boundary.report())
         assert release(keeper, "K1") == {"released": [{"holder": "fake:one", "path": "a.py"}]}
         assert release(keeper, "K1") == {"released": []} and claims.claimed == []
         assert release(keeper, "crash") is None
-        assert any("failing release" in json.dumps(p) for p in keeper.hooks.problems())
+        assert any("failing release" in json.dumps(p) for p in keeper.hooks.boundary.report())
     finally:
         nobody.close()
         keeper.close()

@@ -190,7 +190,7 @@ def test_a_malformed_importer_is_refused_and_the_rest_import(isolated_env: Path)
     app = App.create(extra_plugins=(("misnamed", MisnamedPlugin()),))
     report = import_legacy(app)
     assert [i["name"] for i in report["importers"]] == ["mailbox"] and report["failed"] == []
-    problems = [p for p in app.hooks.problems() if p["plugin"] == "misnamed"]
+    problems = [p for p in app.hooks.boundary.report() if p["plugin"] == "misnamed"]
     assert problems and "Not A Name" in problems[0]["error"]
     app.close()
 

@@ -65,6 +65,6 @@ def test_without_this_plugin_no_importer_is_asked_and_health_has_no_section(isol
         (isolated_env / "notes.jsonl").write_text('{"note": 1}\n')
         health = app.health()
         assert "legacyState" not in health["sections"] and "legacyState" not in health
-        assert notes.asked == 0 and "notes" in app.plugin_report.loaded  # an optional hook: it loads
+        assert notes.asked == 0 and "notes" in app.hooks.loaded  # an optional hook: it loads
     finally:
         app.close()

@@ -97,7 +97,7 @@ def nudge_relay(config: Any) -> bool:
         mark.touch(mode=0o600)
         start_relay(config, "--until-idle", str(NUDGED_IDLE_S), detached=True)
     except OSError as exc:  # the send stands; health says no relay runs
-        log.warning("cannot start the relay: %s", exc)
+        log.warning("agent-link: cannot start the relay: %s", exc)
         return False
     return True
 
@@ -122,7 +122,7 @@ async def keep_relay(app: Any) -> None:
             if proc is not None and proc.poll() is not None:
                 code, proc = proc.returncode, None
                 if code > 0:  # its own error exit (one line in relay.log); a signal (< 0) is not one
-                    log.warning("the relay exited %s (see %s); not started again for %.0f s",
+                    log.warning("agent-link: the relay exited %s (see %s); not started again for %.0f s",
                                 code, plugin_dir(app.config) / "relay.log", FAILED_BACKOFF_S)
                     await asyncio.sleep(FAILED_BACKOFF_S)
                     continue

@@ -434,7 +434,7 @@ ROLES_PLUGIN = "roles"
 
 def _roles_api(app: Any) -> Any:
     """``agent_link_roles.api`` when the roles plugin is installed and loaded here, else None."""
-    if ROLES_PLUGIN not in app.plugin_report.loaded:
+    if ROLES_PLUGIN not in app.hooks.loaded:
         return None
     try:
         from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]
@@ -472,7 +472,7 @@ def local_procedures(app: Any) -> dict[str, dict[str, Any]] | None:
     cannot be read."""
     from agent_link_core.errors import AgentLinkError
 
-    if ROLES_PLUGIN not in app.plugin_report.loaded:
+    if ROLES_PLUGIN not in app.hooks.loaded:
         return None
     try:
         from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]

@@ -325,7 +325,7 @@ def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | Non
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
     origins = {m["id"]: origin for m in messages if (origin := ((m.get("metadata") or {}).get("machines") or {}).get("origin"))}
     if not origins:
         return None

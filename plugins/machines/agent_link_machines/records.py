@@ -227,7 +227,7 @@ def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False)
             if exc.code not in ("already_resolved", "wrong_recipient"):
                 raise
             # resolved here meanwhile, or handed to another recipient: keep the answer as mail
-            log.warning("resolution of %s from %s not applied: %s", target["id"], payload.get("origin"), exc.message)
+            log.warning("agent-link: resolution of %s from %s not applied: %s", target["id"], payload.get("origin"), exc.message)
             if stored_reply is None:
                 return "duplicate", []
             reply_row, _ = app.mailbox.store_message(stored_reply)
@@ -238,7 +238,7 @@ def store_record(app: Any, payload: Mapping[str, Any], unverified: bool = False)
         marked = app.mailbox.mark_delivered(payload["messageId"], f"machine:{payload.get('origin')}",
                                             {"machine": payload.get("origin"), "via": payload.get("via")})
         return ("delivered" if marked else "duplicate"), []
-    log.warning("unknown record type %r from %s ignored", kind, payload.get("origin"))
+    log.warning("agent-link: unknown record type %r from %s ignored", kind, payload.get("origin"))
     return "ignored", []
 
 
@@ -293,13 +293,13 @@ def apply_entries(app: Any, entries: list[tuple[Any, list[dict[str, Any]]]], leg
                             rows += store_record(app, payload, unverified=legacy)[1]
                     except Exception:  # not stored (a bad record, a refusal): not acknowledged, it comes again
                         del hooks.held[mark:]  # rolled back with its savepoint
-                        log.exception("record %s not applied; the engine delivers it again", msg.header and msg.header.get("Nats-Msg-Id"))
+                        log.exception("agent-link: record %s not applied; the engine delivers it again", msg.header and msg.header.get("Nats-Msg-Id"))
                         complete = False
                 (stored if complete else failed).append((msg, rows))
                 if complete:
                     applied += len(records)
     except Exception as exc:  # busy, read-only, I/O: nothing of the batch was committed
-        log.warning("a batch of %d engine messages was not stored (%s); the engine delivers it again", len(entries), exc)
+        log.warning("agent-link: a batch of %d engine messages was not stored (%s); the engine delivers it again", len(entries), exc)
         return [], [(msg, []) for msg, _ in entries], 0
     finally:
         mailbox.hooks = hooks.hooks

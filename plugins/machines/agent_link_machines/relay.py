@@ -335,7 +335,7 @@ class Relay:
                 self._set(False, str(exc))
                 if str(exc) != said:  # one line per new reason, not one per attempt
                     said = str(exc)
-                    log.warning("%s; retrying every %g s (mail waits in the outbox)", said, RETRY_S)
+                    log.warning("agent-link: %s; retrying every %g s (mail waits in the outbox)", said, RETRY_S)
                 await asyncio.sleep(RETRY_S)
 
         async def on_error(exc: BaseException) -> None:
@@ -399,7 +399,7 @@ class Relay:
         try:
             write_json(plugin_dir(self.config) / "status.json", data)
         except OSError as exc:
-            log.warning("cannot write status.json: %s", exc)
+            log.warning("agent-link: cannot write status.json: %s", exc)
 
     # -- loops ---------------------------------------------------------------------------
 
@@ -426,7 +426,7 @@ class Relay:
                 except Exception as exc:
                     if self.refused is not None:  # the server refuses this user a subject: waiting will not help
                         raise MachinesError(self.permission_problem()) from None
-                    log.warning("relay lost the engine (%s); starting over", _describe(exc))
+                    log.warning("agent-link: relay lost the engine (%s); starting over", _describe(exc))
                     self._set(False, _describe(exc))
                     await asyncio.sleep(RETRY_S)
         except MachinesError as exc:  # health shows why the relay stopped (status.json), not only relay.log
@@ -556,7 +556,7 @@ class Relay:
         try:
             moved = bool(fresh) and forward_stranded(self.app, where, fresh)
         except AgentLinkError as exc:  # the local database, not the engine: tried again next heartbeat
-            log.warning("stranded mail not sent on yet: %s", exc)
+            log.warning("agent-link: stranded mail not sent on yet: %s", exc)
             return
         self.routed = dict(where)  # only once done: a failed pass leaves the new addresses new
         if moved:
@@ -690,23 +690,23 @@ class Relay:
         """The records of engine message ``msg`` to store (:meth:`apply_batch`), None to drop it (logged)."""
         records = records_of(msg.data)
         if records is None:
-            log.warning("a record that is not a JSON object on %s was dropped", subject)
+            log.warning("agent-link: a record that is not a JSON object on %s was dropped", subject)
             return None
         if legacy:
             problem = await self.legacy_problem(records)
             if problem is not None:
-                log.warning("a record on %s was dropped: %s", subject, problem)
+                log.warning("agent-link: a record on %s was dropped: %s", subject, problem)
                 return None
             return records
         publisher = str(msg.subject).rpartition(".")[2]
         forged = sorted({o for r in records for o in claimed_origins(r)} - {publisher})
         if forged:  # its own machine attests a record, and the subject says which machine that was
-            log.warning("records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
+            log.warning("agent-link: records claiming to come from %s, published by machine %s, were dropped", ", ".join(forged), publisher)
             return None
         # only the machine a message was sent to may answer it or report its delivery
         answers = [r for r in records if not answers_sent(self.app, r, publisher)]
         if answers:
-            log.warning("machine %s answers message(s) %s, which this machine never sent to it: dropped", publisher,
+            log.warning("agent-link: machine %s answers message(s) %s, which this machine never sent to it: dropped", publisher,
                         ", ".join(sorted({str(r.get("messageId")) for r in answers})))
             records = [r for r in records if answers_sent(self.app, r, publisher)]
         return records or None
@@ -732,7 +732,7 @@ class Relay:
                     await msg.term()
                     continue
             except Exception as exc:  # the engine or the database failed a check: the message comes again
-                log.warning("a record on %s was not checked (%s); the engine delivers it again", subject, _describe(exc))
+                log.warning("agent-link: a record on %s was not checked (%s); the engine delivers it again", subject, _describe(exc))
                 with contextlib.suppress(Exception):
                     await msg.nak(delay=RETRY_S)
                 continue

@@ -115,7 +115,7 @@ def roles_app(roles: dict[str, list[str]], here: dict[str, Any] | None = None,
     third machine gamma listing ``other`` when given; ``here``: alpha's own roles.json roles;
     ``enforcement``: the role enforcement mode beta publishes."""
     application = App.create(extra_plugins=(("fakehost", FakeHost()),))
-    assert "roles" in application.plugin_report.loaded
+    assert "roles" in application.hooks.loaded
     if here is not None:
         (Path(application.config.state_dir) / "roles.json").write_text(json.dumps({"version": 1, "roles": here}))
     view = {"address": FAR, "harness": "fake", "id": "far-thread", "surface": [], "archived": False, "lastActivityMs": now_ms()}

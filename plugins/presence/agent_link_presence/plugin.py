@@ -51,7 +51,7 @@ def agent_link_server_tasks(app: App) -> None:
         else:  # the start-up record of the configured address was not this process's identity
             startup.undo_start_record(app.store)
     except AgentLinkError as exc:  # busy, damaged or replaced: reads still work, so the server serves them
-        log.warning("presence of %s not recorded: %s", me.address, exc.message)
+        log.warning("agent-link: presence of %s not recorded: %s", me.address, exc.message)
 
 
 @hookimpl

@@ -55,7 +55,7 @@ def select_tools(tools: Mapping[str, T], owners: Mapping[str, str], value: str |
     items = profile_items(value)
     unknown = unmatched(tools, owners, value)
     for item in unknown:
-        log.warning("AGENT_LINK_TOOLS names %r, which is neither a profile, a plugin nor a tool; skipped", item)
+        log.warning("agent-link: AGENT_LINK_TOOLS names %r, which is neither a profile, a plugin nor a tool; skipped", item)
     if ALL in items or len(unknown) == len(items):
         return dict(tools)
     plugins = set(owners.values())

@@ -40,7 +40,7 @@ async def run_tool(app: App, name: str, args: dict[str, Any], call: ToolCall) ->
 
 def roles_api(app: App) -> ModuleType | None:
     """:mod:`agent_link_roles.api` when the roles plugin is installed and loaded, else None."""
-    if ROLES_PLUGIN not in app.plugin_report.loaded:
+    if ROLES_PLUGIN not in app.hooks.loaded:
         return None
     try:
         from agent_link_roles import api  # type: ignore[import-untyped,unused-ignore]

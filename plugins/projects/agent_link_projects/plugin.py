@@ -22,7 +22,7 @@ def agent_link_health(app: App) -> tuple[str, dict[str, Any]]:
 
     codex = "codex" in app.harnesses
     roles = roles_api(app) is not None
-    receipts = "receipts" in app.plugin_report.loaded
+    receipts = "receipts" in app.hooks.loaded
     limits = []
     if not codex:
         limits.append("The codex plugin is not loaded: no orchestrator or worker thread can be resolved, launched or messaged.")

@@ -121,7 +121,7 @@ def app(make_app: Callable[..., App]) -> App:
 @pytest.fixture
 def roles_loaded(app: App) -> bool:
     """Whether the roles plugin is installed here (the suite also runs without it)."""
-    return "roles" in app.plugin_report.loaded
+    return "roles" in app.hooks.loaded
 
 
 def codex_caller(tid: str, turn: str | None = "turn-1") -> Caller:
@@ -202,4 +202,4 @@ def h() -> Any:
 @pytest.fixture
 def receipts_loaded(app: App) -> bool:
     """Whether the receipts plugin is installed here."""
-    return "receipts" in app.plugin_report.loaded
+    return "receipts" in app.hooks.loaded

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def leases_loaded(app: App) -> None:
-    if "leases" not in app.plugin_report.loaded:
+    if "leases" not in app.hooks.loaded:
         pytest.skip("leasePaths are claimed by the leases plugin, not installed here")
 
 

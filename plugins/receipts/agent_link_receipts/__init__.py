@@ -39,4 +39,4 @@ AGENT_LINK_SETTINGS = {"agent_link_receipts.plugin": (
 
 #: the migrations (owner: versions) each entry module returns; their SQL is imported only
 #: when a database lacks one of them
-AGENT_LINK_SCHEMA = {"agent_link_receipts.plugin": {"receipts": (1, 2)}}
+AGENT_LINK_SCHEMA = {"agent_link_receipts.plugin": {"receipts": (1, 2, 3)}}

@@ -63,6 +63,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         INSERT INTO receipts_repair (id, last_seq) VALUES (1, 0);
         """,
     ),
+    Migration(
+        OWNER,
+        3,
+        """
+        -- Listed in time order, not insertion order: a repaired receipt is inserted after newer ones.
+        ALTER TABLE receipts ADD COLUMN created_at TEXT NOT NULL DEFAULT '';  -- the receipt's createdAt (ISO, ms, Z)
+        UPDATE receipts SET created_at = coalesce(json_extract(data, '$.createdAt'), '');
+        CREATE INDEX receipts_by_time ON receipts (created_at, seq);
+        """,
+    ),
 )
 
 

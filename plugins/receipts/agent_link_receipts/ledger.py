@@ -2,7 +2,7 @@
 
 Receipts live in the ``receipts`` table of the state database, one row per receipt with the
 filterable fields in indexed columns and the whole receipt as JSON. Listing is newest first
-(insertion order) and stops at the limit, so a filter on an indexed column stays fast on
+(by ``createdAt``: a receipt repaired later keeps its place in time) and stops at the limit, so a filter on an indexed column stays fast on
 hundreds of thousands of receipts; the text query scans the case-folded ``search_text``.
 
 When ``AGENT_LINK_RECEIPT_LOG`` is set, each new receipt is also appended to that file as one
@@ -52,11 +52,11 @@ def insert_receipts(store: Store, items: Iterable[tuple[dict[str, Any], str | No
             origin = receipt.get("origin") or {}
             cur = conn.execute(
                 "INSERT OR IGNORE INTO receipts (id, event_key, action, kind, host, message_id, target_address,"
-                " target_id, target_kind, origin_thread_id, search_text, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " target_id, target_kind, origin_thread_id, search_text, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     receipt["id"], key, receipt["action"], receipt.get("kind"), receipt.get("host"),
                     receipt.get("messageId"), target.get("address"), target.get("id"), target.get("harness") or target.get("kind"),
-                    origin.get("threadId"), search_text(receipt), json.dumps(receipt, ensure_ascii=False),
+                    origin.get("threadId"), search_text(receipt), json.dumps(receipt, ensure_ascii=False), receipt.get("createdAt") or "",
                 ),
             )
             if cur.rowcount == 1:
@@ -119,25 +119,26 @@ def list_receipts(store: Store, filters: dict[str, Any], limit: int, visibility:
         clauses.append("instr(search_text, ?) > 0")
         params.append(str(filters["query"]).casefold())
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
-    rows = store.conn.execute(f"SELECT data FROM receipts{where} ORDER BY seq DESC LIMIT ?", (*params, limit)).fetchall()
+    rows = store.conn.execute(f"SELECT data FROM receipts{where} ORDER BY created_at DESC, seq DESC LIMIT ?", (*params, limit)).fetchall()
     total = store.conn.execute(f"SELECT COUNT(*) FROM receipts{seen_where}", seen_params).fetchone()[0]
     return Page([json.loads(r["data"]) for r in rows], int(total))
 
 
 def export_receipts(store: Store, batch: int = 1000, visibility: Visibility | None = None) -> Iterator[dict[str, Any]]:
-    """Every receipt the caller may read (all with ``visibility`` None), oldest first, read
+    """Every receipt the caller may read (all with ``visibility`` None), oldest first (``createdAt``), read
     in batches (for ``agent-link receipts export``)."""
     rule, rule_params = visible_clause(visibility) if visibility is not None else ("1 = 1", [])
-    last = 0
+    last: tuple[str, int] = ("", 0)
     while True:
         rows = store.conn.execute(
-            f"SELECT seq, data FROM receipts WHERE seq > ? AND {rule} ORDER BY seq LIMIT ?", (last, *rule_params, batch)
+            f"SELECT created_at, seq, data FROM receipts WHERE (created_at, seq) > (?, ?) AND {rule} ORDER BY created_at, seq LIMIT ?",
+            (*last, *rule_params, batch),
         ).fetchall()
         if not rows:
             return
         for row in rows:
             yield json.loads(row["data"])
-        last = rows[-1]["seq"]
+        last = (rows[-1]["created_at"], rows[-1]["seq"])
 
 
 def append_log(path: str, receipts: Iterable[dict[str, Any]]) -> None:

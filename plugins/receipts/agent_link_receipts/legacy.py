@@ -98,10 +98,10 @@ def _store(ctx: LegacyContext, receipt: dict[str, Any], outcome: LegacyOutcome) 
     origin = receipt.get("origin") or {}
     cur = ctx.conn.execute(
         "INSERT OR IGNORE INTO receipts (id, event_key, action, kind, host, message_id, target_address, target_id,"
-        " target_kind, origin_thread_id, search_text, data) VALUES (?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " target_kind, origin_thread_id, search_text, data, created_at) VALUES (?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (receipt["id"], receipt["action"], _text(receipt.get("kind")), _text(receipt.get("host")), _text(receipt.get("messageId")),
          _text(target.get("address")), _text(target.get("id")), _text(target.get("harness") or target.get("kind")),
-         _text(origin.get("threadId")), search_text(receipt), json.dumps(receipt, ensure_ascii=False)),
+         _text(origin.get("threadId")), search_text(receipt), json.dumps(receipt, ensure_ascii=False), _text(receipt.get("createdAt")) or ""),
     )
     if cur.rowcount == 1:
         outcome.imported += 1

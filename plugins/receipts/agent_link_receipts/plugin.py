@@ -101,7 +101,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
         try:
             append_log(log_path, stored)
         except OSError as exc:  # the database already holds the receipt; the copy is a convenience
-            log.warning("could not append to the receipt log %s (%s): %s; fix or unset %s",
+            log.warning("agent-link: could not append to the receipt log %s (%s): %s; fix or unset %s",
                         log_path, LOG_SETTING, exc.strerror or exc, LOG_SETTING)
 
 

@@ -89,5 +89,5 @@ def repair(app: App) -> int:
                 written += len(record(app, _event_from_row(row)))
             tx.execute("UPDATE receipts_repair SET last_seq = MAX(last_seq, ?) WHERE id = 1", (newest,))
     except AgentLinkError as exc:
-        log.warning("receipts not repaired now: %s", exc.message)
+        log.warning("agent-link: receipts not repaired now: %s", exc.message)
     return written

@@ -124,3 +124,16 @@ def test_receipt_id_ends_in_a_random_version_4_uuid() -> None:
         assert made.startswith("agent-link-receipt-2026-01-01T00-00-00-000Z-")
         tail = uuid.UUID(made[-36:])
         assert (tail.version, tail.variant, str(tail)) == (4, uuid.RFC_4122, made[-36:])
+
+
+def test_listed_and_exported_in_time_order_not_insertion_order(app: App) -> None:
+    """A receipt repaired later (written by a read after a process without plugins recorded the event) is inserted after
+    newer ones: ``agent-link receipts`` listed 20:29:25 above 20:32:36. Listing is newest first by time, export oldest first."""
+    from agent_link_receipts.ledger import export_receipts
+
+    later, earlier = "2026-01-01T20:32:36.000Z", "2026-01-01T20:29:25.000Z"
+    insert_receipts(app.store, [(receipt(1, createdAt=later, id=receipt_id(later), purpose="later"), None)])
+    insert_receipts(app.store, [(receipt(2, createdAt=earlier, id=receipt_id(earlier), purpose="repaired"), None)])
+    assert [r["purpose"] for r in list_receipts(app.store, {}, 10).receipts] == ["later", "repaired"]
+    assert [r["purpose"] for r in list_receipts(app.store, {"host": "claude"}, 1).receipts] == ["later"]
+    assert [r["purpose"] for r in export_receipts(app.store, batch=1)] == ["repaired", "later"]

@@ -121,7 +121,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...], app: App) -> dict[str, EnvelopeContribution] | None:
     roles = [(m, role) for m in messages if isinstance(role := m.get("metadata", {}).get("role"), dict) and role.get("name")]
     if not roles:
         return None  # most mail: decided before any import
@@ -130,7 +130,6 @@ def agent_link_render_envelopes(messages: list[dict[str, Any]], app: App) -> dic
 
 def _role_contribution(message: dict[str, Any], role: dict[str, Any], app: App) -> EnvelopeContribution:
     """``via``, ``procedure`` and the procedure's text (the first time) of a message sent to a role."""
-    from agent_link_core.envelope import render_element
     from agent_link_core.records import EnvelopeContribution
 
     name = role["name"]
@@ -144,11 +143,26 @@ def _role_contribution(message: dict[str, Any], role: dict[str, Any], app: App) 
     try:
         text = text_for(app.store, name, message["recipient"], procedure["sha256"], message["id"])
     except Exception:  # a missing text must never stop the message itself from rendering
-        log.exception("procedure text lookup failed for %s", message.get("id"))
+        log.exception("agent-link: procedure text lookup failed for %s", message.get("id"))
         return contribution
     if text is not None:
-        contribution.elements.append(render_element("procedure", [("name", name), ("version", str(procedure["version"]))], text))
+        contribution.elements.append(procedure_element(name, str(procedure["version"]), text, contribution))
     return contribution
+
+
+def procedure_element(name: str, version: str, text: str, contribution: EnvelopeContribution) -> str:
+    """``<procedure name version>text</procedure>``, the text cut (saying where the whole is) to what the core renders of
+    one message's contribution with ``contribution``'s attributes (:data:`~agent_link_core.boundary.MAX_CONTRIBUTION_CHARS`)."""
+    from agent_link_core.boundary import MAX_CONTRIBUTION_CHARS
+    from agent_link_core.envelope import render_element
+
+    attrs, room = [("name", name), ("version", version)], MAX_CONTRIBUTION_CHARS - sum(map(len, contribution.attributes.values()))
+    element, cut = render_element("procedure", attrs, text), len(text)
+    more = f"\n[cut here: get_agent_role with role {name!r} and includeProcedure true shows the whole procedure]"
+    while len(element) > room and cut > 0:  # escaping only lengthens text: each pass cuts what is still over
+        cut -= len(element) - room
+        element = render_element("procedure", attrs, text[:max(cut, 0)] + more)
+    return element
 
 
 @hookimpl(optionalhook=True)  # the codex plugin's hook

@@ -31,7 +31,7 @@ def repo(tmp_path: Path) -> str:
 
 @pytest.fixture
 def leases_loaded(app: App) -> None:
-    if "leases" not in app.plugin_report.loaded:
+    if "leases" not in app.hooks.loaded:
         pytest.skip("a role's leasePaths are claimed by the leases plugin, not installed here")
 
 

@@ -213,3 +213,25 @@ async def test_a_holder_on_another_machine_gets_no_procedure_from_here(app: App,
     app.hooks.before_send(message, context)
     assert "procedure" not in message.metadata["role"] and "roleProcedure" not in context.result
     assert app.store.conn.execute("SELECT COUNT(*) FROM role_procedure_versions").fetchone()[0] == 0
+
+
+@pytest.mark.anyio
+async def test_a_long_procedure_is_shown_cut_to_what_an_envelope_takes(app: App, run_tool: Any) -> None:
+    """A procedure longer than one envelope contribution takes (4096 characters) is shown cut, saying where the whole
+    text is; the other messages of the read keep their procedure attribute and the plugin reports no problem (found by
+    review: the core refused the contribution, so the text never showed though ``textIncluded`` said it did, and since
+    the envelope hook answers once per read, the read's other messages lost ``procedure`` too)."""
+    from agent_link_core import reading
+    from agent_link_core.boundary import MAX_CONTRIBUTION_CHARS
+
+    text = "Build carefully & test. " * 300
+    assert (await run_tool(app, "set_agent_role", {"role": "builder", "agent": "test:bob", "procedure": text}))["ok"]
+    first = await send_to_role(app, "job 1", anticipation="fyi")
+    await send_to_role(app, "job 2", anticipation="fyi")
+    assert first["result"]["roleProcedure"]["textIncluded"] is True
+    block = reading.inbox(app, BOB, limit=10, mark=False, include_open=True)["renderedBlock"]
+    assert block.count('procedure="builder@1"') == 2 and block.count("<procedure ") == 1
+    shown = block.split('<procedure name="builder" version="1">', 1)[1].split("</procedure>", 1)[0]
+    assert shown.startswith("Build carefully &amp; test. ") and "get_agent_role" in shown and "includeProcedure" in shown
+    assert len(shown) + len('<procedure name="builder" version="1"></procedure>') + len("role:builder") + len("builder@1") <= MAX_CONTRIBUTION_CHARS
+    assert not [p for p in app.hooks.boundary.report() if p["plugin"] == "roles"]

@@ -229,7 +229,7 @@ class Waits:
                 if row["id"] not in held_now:
                     await self.app.outbox.push(row, {})
         except AgentLinkError as exc:  # the wait's own answer stands; the mail stays queued for the next read or push
-            log.warning("could not push the mail a wait of %s left: %s", address, exc.message)
+            log.warning("agent-link: could not push the mail a wait of %s left: %s", address, exc.message)
 
     def wait_limits(self) -> tuple[int, int]:
         """``(cap, progress interval)`` in ms: ``AGENT_LINK_WAIT_CAP_MS`` (default

@@ -191,4 +191,4 @@ async def test_a_wait_whose_hookspec_cannot_load_leaves_the_send_with_one_warnin
     sent = await call(alice, "message_agent", to="test:bob", message="are you there?", waitForReply=True, timeoutMs=1000)
     assert sent["ok"] and "wait" not in sent and "plugin_failed" in [w["code"] for w in sent["warnings"]], sent
     assert alice.mailbox.get_row(sent["messageId"]) is not None
-    assert not [p for p in alice.hooks.problems() if p["hook"] == "agent_link_tool_send"], alice.hooks.problems()
+    assert not [p for p in alice.hooks.boundary.report() if p["hook"] == "agent_link_tool_send"], alice.hooks.boundary.report()

@@ -2,7 +2,7 @@
 token-protected live page where a person watches and answers the agents' mail.
 
 * :mod:`agent_link_web.plugin`: the hooks (command, settings, the person marker on messages
-  the page sends, the ``<origin>`` envelope element);
+  the page sends, the envelope's notice and ``<origin />``);
 * :mod:`agent_link_web.server`: the Starlette application, its guards and the event stream;
 * :mod:`agent_link_web.views`: what each section shows, from the core's public API;
 * :mod:`agent_link_web.cli`: the command; :mod:`agent_link_web.context`: shared pieces.

@@ -33,16 +33,16 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
         person = person_address(as_name, "as") if as_name is not None else person_address(app.config.get("AGENT_LINK_WEB_USER"))
     except AgentLinkError as exc:
         fail(exc)
-    if not is_loopback(bind):
-        reached = "any address of this machine" if bind in WILDCARDS else bind
-        click.echo(f"agent-link: WARNING: serving on {bind}, not only this machine's loopback: anyone who can reach "
-                   f"{reached} and gets the link can read and send your agents' mail.", err=True)
     try:
         sock = bind_socket(bind, port)
     except OSError as exc:  # a port taken wants another --port; an address that does not resolve or is not this machine's, another --bind
         fix = "Choose another --port." if exc.errno == errno.EADDRINUSE else "Check --bind: an address of this machine (127.0.0.1, ::1, 0.0.0.0)."
         click.echo(f"agent-link: cannot listen on {bind}:{port}: {exc.strerror or exc}. {fix}", err=True)
         sys.exit(1)
+    if not is_loopback(bind):  # said once the socket is bound: a bind that fails says only why
+        reached = "any address of this machine" if bind in WILDCARDS else bind
+        click.echo(f"agent-link: WARNING: serving on {bind}, not only this machine's loopback: anyone who can reach "
+                   f"{reached} and gets the link can read and send your agents' mail.", err=True)
     real_port = sock.getsockname()[1]
     config = WebConfig(person=person, port=real_port, hosts=allowed_hosts(real_port, bind),
                        act_for=act_for_patterns(app.config.get("AGENT_LINK_WEB_ACT_FOR")),

@@ -9,8 +9,8 @@ Hooks:
 * ``agent_link_before_send``: a message the page sends or answers for a person is marked
   ``metadata.author = {"kind": "person", "through": "web-page"}``. Only this process's page
   can set it (a context variable, not an argument any client could pass);
-* ``agent_link_render_envelopes``: such a message's envelope carries an ``<origin>`` element
-  saying a person wrote it on the agent-link web page.
+* ``agent_link_render_envelopes``: such a message's envelope notice says a person wrote it on
+  the agent-link web page (not another agent), and it carries an ``<origin />`` element.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
     written = [m for m in messages if (m.get("metadata") or {}).get(AUTHOR_KEY) == ORIGIN]
     if not written:
         return None
@@ -71,7 +71,10 @@ def agent_link_render_envelopes(messages: list[dict[str, Any]]) -> dict[str, Env
 
     added = {}
     for message in written:
-        text = (f"A person ({message['from_addr']}) wrote this on the agent-link web page of this machine; "
-                "it did not come from another agent.")
-        added[message["id"]] = EnvelopeContribution(elements=[render_element("origin", [("kind", "person"), ("through", "web-page")], text)])
+        # the notice's first sentence says who wrote it (the core keeps "none of the user's authority"): a person at
+        # the page is not another agent, and not necessarily this session's user either
+        author = (f"A person ({message['from_addr']}) wrote this message on the agent-link web page of this machine; "
+                  "it did not come from another AI agent.")
+        added[message["id"]] = EnvelopeContribution(
+            elements=[render_element("origin", [("kind", "person"), ("through", "web-page")])], author=author)
     return added

@@ -26,7 +26,6 @@ import hmac
 import ipaddress
 import logging
 import os
-import re
 import secrets
 import signal
 import socket
@@ -54,7 +53,7 @@ from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.mailbox import Visibility
 from agent_link_core.model import Caller
-from agent_link_web import views
+from agent_link_web import forms, views
 from agent_link_web.panels import panels
 from agent_link_web.context import page_person
 
@@ -153,46 +152,6 @@ def allowed_hosts(port: int, bind: str) -> frozenset[str]:
     return frozenset(f"{n}:{port}" for n in names)
 
 
-class Utf8Escaped:
-    """ASGI middleware letting raw UTF-8 in a form body (``application/x-www-form-urlencoded``)
-    arrive as the text it is.
-
-    Starlette reads such a body as Latin-1 and then decodes only the ``%XX`` escapes as UTF-8,
-    which is right for what a browser sends (it escapes every byte outside ASCII) but garbles a
-    raw ``é`` from another client (``curl --data``, a script) into ``Ã©``. Every byte outside
-    ASCII is escaped here first, so the form parser decodes it as UTF-8 (bytes that are not
-    UTF-8 become U+FFFD, never an error). Other bodies (multipart, whose parts name their
-    charset) pass as they are. A query string needs nothing of this: the HTTP server refuses a
-    request line with a byte outside ASCII (400), so every one that arrives is escaped.
-    """
-
-    def __init__(self, inner: ASGIApp) -> None:
-        self.inner = inner
-
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        content_type = next((v for k, v in scope.get("headers", ()) if k.lower() == b"content-type"), b"")
-        if scope["type"] != "http" or content_type.split(b";", 1)[0].strip().lower() != b"application/x-www-form-urlencoded":
-            await self.inner(scope, receive, send)
-            return
-
-        async def receive_escaped() -> Any:
-            message = await receive()
-            if message.get("type") == "http.request" and message.get("body"):
-                message = {**message, "body": escape_non_ascii(message["body"])}
-            return message
-
-        await self.inner(scope, receive_escaped, send)
-
-
-def escape_non_ascii(raw: bytes) -> bytes:
-    """``raw`` with every byte outside ASCII written as its ``%XX`` escape (``é`` in UTF-8,
-    ``b"\\xc3\\xa9"``, becomes ``b"%C3%A9"``); escapes already there and ASCII stay as they are."""
-    return _NON_ASCII.sub(lambda m: b"%%%02X" % m.group()[0], raw)
-
-
-_NON_ASCII = re.compile(rb"[\x80-\xff]")
-
-
 class Guard:
     """ASGI middleware applying the Host, token and CSRF-origin rules and the headers."""
 
@@ -280,8 +239,8 @@ def when(iso: str | None) -> str:
 
 
 def build_web_app(app: App, config: WebConfig) -> ASGIApp:
-    """The guarded ASGI application serving ``app``'s mailbox to one person (a form body in
-    raw UTF-8 read as UTF-8: :class:`Utf8Escaped`).
+    """The guarded ASGI application serving ``app``'s mailbox to one person (a form body read
+    by :func:`read_form`).
 
     The person reads under the one rule of every read path (:func:`views.person_view`): the
     mail they sent or received, everyone's only with ``AGENT_LINK_INSPECT_ALL``. Pages,
@@ -417,7 +376,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
         *_form_routes(app, config, visibility, overview_page, thread_page),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Guard(Utf8Escaped(Starlette(routes=routes)), config)
+    return Guard(Starlette(routes=routes), config)
 
 
 def _back(path: str, **params: str) -> RedirectResponse:
@@ -437,8 +396,10 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
         """A form POST endpoint: ``handler`` gets the form's text fields once its CSRF token
         checks out; a wrong or missing token is refused (403) before anything runs."""
         async def endpoint(request: Request) -> Response:
-            data = await request.form()
-            values = {k: v for k, v in data.items() if isinstance(v, str)}
+            try:
+                values = await read_form(request)
+            except forms.FormRefused as exc:
+                return _plain(exc.status, exc.message)
             if not hmac.compare_digest(values.get("csrf", "").encode(), config.csrf.encode()):
                 return _plain(403, "Refused: the form's CSRF token is missing or wrong. Reload the page.")
             return await handler(values)
@@ -460,6 +421,9 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
         if not to:
             return await overview_page(400, error="Say whom to write to in To: an address (team:bob), a role "
                                                   "(role:reviewer) or words of a session's title.", **typed)
+        unfit = forms.unfit_message(body)
+        if unfit is not None:
+            return await overview_page(400, error=unfit, **typed)
         try:
             with as_person() as me:
                 outcome = await app.send(caller=me, to=to, body=body, anticipation=label or None, tool=WEB_TOOL)
@@ -476,7 +440,10 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
         kind = values.get("resolution", "reply")
         if kind not in ("reply", "decline", "done"):
             return _back(f"/c/{message_id}", error="Choose reply, decline or done.")
+        unfit = forms.unfit_message(values.get("message", ""), required=kind == "reply")
         try:
+            if unfit is not None:  # refused as the mailbox refuses: the conversation drawn again with the typed answer
+                raise AgentLinkError("invalid_arguments", unfit)
             with as_person() as me:
                 await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
         except AgentLinkError as exc:
@@ -504,6 +471,8 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
             return _back(f"/c/{row['id']}", error=f"The owner has not allowed resolving mail of {row['recipient']} here "
                                                  "(AGENT_LINK_WEB_ACT_FOR).")
         note = (values.get("message") or "").strip()
+        if (unfit := forms.unfit_message(note, required=False)) is not None:
+            return _back(f"/c/{row['id']}", error=unfit)
         text = f"{'Declined' if kind == 'decline' else 'Marked done'} by {config.person} on the agent-link web page, on behalf of {row['recipient']}."
         if note:
             text += f" {note}"
@@ -540,6 +509,27 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
 
     return [Route("/send", send, methods=["POST"]), Route("/answer", answer, methods=["POST"]),
             Route("/act", act, methods=["POST"]), Route("/panel-action", panel_action, methods=["POST"])]
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """The text fields of a form POST (:mod:`agent_link_web.forms`), read up to ``MAX_FORM_BYTES``.
+    :raises forms.FormRefused: too large (413), not a form (415), not UTF-8 (400)."""
+    content_type = request.headers.get("content-type", "")
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind not in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        raise forms.FormRefused(415, "Refused: the page reads forms (application/x-www-form-urlencoded or multipart/form-data).")
+    raw, size = bytearray(), 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size <= forms.MAX_FORM_BYTES:
+            raw += chunk
+        elif size > forms.MAX_DRAINED_BYTES:
+            break  # read (and dropped) so far only so the browser, still sending, gets the answer
+    if size > forms.MAX_FORM_BYTES:
+        raise forms.too_large()
+    if kind == "multipart/form-data":
+        return forms.parse_multipart(content_type, bytes(raw))
+    return forms.parse_urlencoded(bytes(raw))
 
 
 def views_statuses() -> tuple[str, ...]:

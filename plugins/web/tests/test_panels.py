@@ -55,7 +55,7 @@ def test_duplicate_panel_names_name_both_plugins(isolated_env: Path) -> None:
     app = make(JobsPlugin(), Clash())
     try:
         assert [p.name for p in panels(app)] == ["early", "alpha", "jobs"]  # the later plugin is refused, not both
-        (problem,) = app.hooks.problems()
+        (problem,) = app.hooks.boundary.report()
         assert problem["plugin"] == "Clash" and "'jobs', which plugin 'JobsPlugin' already registered" in problem["error"]
     finally:
         app.close()
@@ -77,7 +77,7 @@ def test_a_record_that_is_not_a_panel_leaves_its_plugin_out(isolated_env: Path) 
     app = make(JobsPlugin(), NotAPanel())
     try:
         assert [p.name for p in panels(app)] == ["early", "alpha", "jobs"]
-        (problem,) = app.hooks.problems()
+        (problem,) = app.hooks.boundary.report()
         assert problem["plugin"] == "NotAPanel" and "not a Panel" in problem["error"]
         assert "agent_link_web.panels.Panel" in problem["fix"]
     finally:

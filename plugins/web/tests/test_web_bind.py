@@ -79,3 +79,11 @@ def test_which_hosts_a_bound_address_serves() -> None:
     anywhere = WebConfig("user:t", 80, allowed_hosts(80, "0.0.0.0"), any_ip=True)
     assert anywhere.serves("192.0.2.3:80") and anywhere.serves("[fd00::2]:80") and not anywhere.serves("host.lan:80")
 
+
+
+def test_a_bind_that_fails_says_only_why(web_env: dict[str, str]) -> None:
+    """No "anyone who can reach it" warning for a server that never listened (8.8.8.8 is not this machine's)."""
+    done = subprocess.run([sys.executable, "-m", "agent_link_core", "web", "--port", "0", "--bind", "192.0.2.77"],
+                          env=web_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "cannot listen on 192.0.2.77" in done.stderr, done.stderr
+    assert "WARNING" not in done.stderr and "anyone who can reach" not in done.stderr and done.stdout == ""

@@ -104,7 +104,8 @@ def test_mail_from_an_mcp_process_appears_live_and_a_reply_typed_on_the_page_rea
     inbox = wait_until(answered)
     assert inbox, "the answer typed on the page never reached team:alice's inbox"
     block = inbox["renderedBlock"]
-    assert 'from="user:tester"' in block and '<origin kind="person" through="web-page">' in block
+    assert 'from="user:tester"' in block and '<origin kind="person" through="web-page" />' in block
+    assert "<notice>A person (user:tester) wrote this message" in block
     status = alice.call("get_agent_link_message_status", {"messageId": question["messageId"]})
     assert status["status"] == "replied" and status["resolution"]["by"] == "user:tester"
 

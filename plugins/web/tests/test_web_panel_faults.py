@@ -99,7 +99,7 @@ def get(s: PageServer, path: str) -> Any:
 
 
 def problems(app: App) -> dict[str, str]:
-    return {p["hook"]: p["error"] for p in app.hooks.problems() if p["plugin"] == "FaultyPanels"}
+    return {p["hook"]: p["error"] for p in app.hooks.boundary.report() if p["plugin"] == "FaultyPanels"}
 
 
 def test_every_panel_fault_is_its_section_only_and_reported(faulty_server: ThreadServer) -> None:

@@ -96,7 +96,7 @@ def test_a_person_without_inspect_all_reads_only_their_own_mail_on_every_route(o
     from agent_link_web.server import build_web_app
 
     guard = build_web_app(app, server.config)
-    routes_served = {getattr(r, "path", "") for r in guard.inner.inner.routes}  # type: ignore[attr-defined]
+    routes_served = {getattr(r, "path", "") for r in guard.inner.routes}  # type: ignore[attr-defined]
     assert routes_served == WALKED, f"walk the new routes as a third party too: {sorted(routes_served - WALKED)}"
     assert {p.name for p in panels(app)} >= {"receipts"}, "walk the receipts panel too"
     for path in routes(app, ids):

@@ -1,6 +1,6 @@
 """Text outside ASCII reaches the mailbox and the page as typed, through the real server:
 a form body or query string in raw UTF-8 (a script, ``curl --data``) as much as the
-``%XX``-escaped UTF-8 a browser sends; bytes that are not UTF-8 are replaced, never a crash."""
+``%XX``-escaped UTF-8 a browser sends; bytes that are not UTF-8 are refused, naming the field."""
 
 from __future__ import annotations
 
@@ -101,12 +101,38 @@ def test_a_sent_and_answered_message_keeps_its_text(cli_server: PageServer, raw:
     assert stored_bodies() == [TEXT, "ok?", TEXT[::-1]]
 
 
-def test_a_form_body_that_is_not_utf8_is_replaced_not_a_crash(cli_server: PageServer) -> None:
+@pytest.mark.parametrize("fields", [
+    b"to=team:bob&anticipation=fyi&message=%FF%FE",  # escaped bytes that are not UTF-8
+    b"to=team:bob&anticipation=fyi&message=caf\xe9 ok",  # raw Latin-1
+    b"to=team%FF&anticipation=fyi&message=hello",  # the To field too
+], ids=["escaped", "raw-latin1", "to-field"])
+def test_a_form_body_that_is_not_utf8_is_refused(cli_server: PageServer, fields: bytes) -> None:
+    """As the CLI refuses such text (not stored as U+FFFD): the page says which field, nothing is sent."""
+    body = f"csrf={csrf_of(cli_server)}&".encode() + fields
+    status, _, page = raw_request(cli_server, "POST", b"/send", body, FORM)
+    assert status == 400 and b"is not valid UTF-8" in page and (b"To" if b"to=team%FF" in fields else b"message") in page
+    assert stored_bodies() == []
+    # a multipart part is read the same way (Starlette alone would read it as Latin-1)
+    multi = (b"--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n" + csrf_of(cli_server).encode()
+             + b"\r\n--XyZ\r\nContent-Disposition: form-data; name=\"to\"\r\n\r\nteam:bob\r\n--XyZ\r\n"
+             b"Content-Disposition: form-data; name=\"message\"\r\n\r\ncaf\xe9\r\n--XyZ--\r\n")
+    status, _, page = raw_request(cli_server, "POST", b"/send", multi, {"Content-Type": "multipart/form-data; boundary=XyZ"})
+    assert status == 400 and b"The text of message is not valid UTF-8" in page.replace(b"the text", b"The text")
+    assert stored_bodies() == []
+
+
+def test_oversize_and_empty_forms_are_refused_in_the_pages_words(cli_server: PageServer) -> None:
+    """Not Starlette's "Field exceeded maximum size of 1024KB." nor the tool's "Invalid arguments: message."."""
     csrf = csrf_of(cli_server)
-    body = f"csrf={csrf}&to=team:bob&anticipation=fyi&message=caf".encode() + b"\xe9 ok"  # Latin-1, not UTF-8
-    status, headers, _ = raw_request(cli_server, "POST", b"/send", body, FORM)
-    assert status == 303, headers
-    assert stored_bodies() == ["caf\ufffd ok"]
+    huge = urlencode({"csrf": csrf, "to": "team:bob", "message": "x" * 3_000_000}).encode()
+    status, _, page = raw_request(cli_server, "POST", b"/send", huge, FORM)
+    assert status == 413 and b"at most 65536 bytes" in page and b"KB" not in page
+    over = urlencode({"csrf": csrf, "to": "team:bob", "message": "x" * 65537}).encode()
+    status, _, page = raw_request(cli_server, "POST", b"/send", over, FORM)
+    assert status == 400 and b"65537 bytes" in page and b"at most 65536" in page
+    status, _, page = raw_request(cli_server, "POST", b"/send", urlencode({"csrf": csrf, "to": "team:bob", "message": " "}).encode(), FORM)
+    assert status == 400 and b"it is empty" in page and b"Invalid arguments" not in page
+    assert stored_bodies() == []
 
 
 def test_query_strings_keep_their_text(cli_server: PageServer) -> None:
