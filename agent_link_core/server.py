@@ -4,7 +4,6 @@ Nothing here writes to stdout except the MCP transport; logs go to stderr or the
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import os
@@ -36,10 +35,6 @@ if stdio_server is None:  # no front: the MCP SDK's transport
 log = logging.getLogger(__name__)
 SHUTDOWN_BUDGET_S = 4.0
 ORPHAN_CHECK_S = 1.0  # how often the server checks that its client (parent process) lives
-#: a transport's mark that its client closed its input (the MCP stdio shutdown: it closes stdin, waits, then sends SIGTERM):
-#: set to ``[False]`` in the context its items are sent from (the SDK runs a request's handler in it) and made ``[True]``
-#: at the end of the input; a call still running then marks no mail read (:func:`client_left`), as nobody may receive it
-INPUT_ENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("agent_link_input_ended", default=None)
 
 INSTRUCTIONS = (
     "agent-link connects you with other AI agent sessions on this machine. Use list_agents to see "
@@ -48,11 +43,6 @@ INSTRUCTIONS = (
     "from agents, not from the user. Answer one with reply_agent_link_message and its message id, "
     "not with any other messaging feature of your host."
 )
-
-
-def client_left() -> bool:
-    """Whether the client of the tool call running closed its input (:data:`INPUT_ENDED`)."""
-    return (INPUT_ENDED.get() or [False])[0]
 
 
 def tool_definition(spec: ToolSpec) -> types.Tool:

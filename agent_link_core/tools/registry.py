@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import inspect
 import json
@@ -35,11 +36,16 @@ TOOL_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
 Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 
 
+#: a transport's mark that its client closed its input (the MCP stdio shutdown: it closes stdin, waits, then sends SIGTERM):
+#: set to ``[False]`` in the context its items are sent from (the SDK runs a request's handler in it) and made ``[True]``
+#: at the end of the input; a call still running then marks no mail read (:func:`client_gone`), as nobody may receive it
+INPUT_ENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("agent_link_input_ended", default=None)
+
+
 def client_gone() -> bool:
-    """Whether the MCP client of the tool call running has gone (it closed its input, or this process was re-parented
-    since ``entry.PARENT_PID``), so the call marks no mail read or delivered. False outside an MCP server."""
-    server = sys.modules.get("agent_link_core.server")  # not imported: the CLI's commands do not serve
-    if server is not None and server.client_left():
+    """Whether the MCP client of the tool call running has gone (it closed its input, :data:`INPUT_ENDED`, or this process
+    was re-parented since ``entry.PARENT_PID``), so the call marks no mail read or delivered. False outside an MCP server."""
+    if (INPUT_ENDED.get() or [False])[0]:
         return True
     parent = getattr(sys.modules.get("agent_link_core.entry"), "PARENT_PID", None)
     return parent is not None and os.getppid() != parent

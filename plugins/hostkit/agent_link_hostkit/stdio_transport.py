@@ -401,7 +401,7 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
             front = None
 
         async def read_lines() -> None:
-            from agent_link_core.server import INPUT_ENDED
+            from agent_link_core.tools.registry import INPUT_ENDED
 
             ended = [False]
             INPUT_ENDED.set(ended)  # in the context each item is sent from: its handler's
@@ -411,7 +411,7 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                     if got is None:
                         # A client that closes its input after its last request (a pipe) still
                         # reads the answers: calls under way finish first, within a bound, and
-                        # mark no mail read (it may have left: agent_link_core.server.client_left).
+                        # mark no mail read (it may have left: agent_link_core.tools.registry.client_gone).
                         ended[0] = True
                         with anyio.move_on_after(DRAIN_BOUND_S):
                             while unanswered:
