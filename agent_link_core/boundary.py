@@ -176,8 +176,8 @@ def _check_contributions(result: Any, plugin: str) -> str | None:
         if any(key not in ("via", "procedure") or not isinstance(value, str) for key, value in added.attributes.items()) or any(
                 not isinstance(e, str) or not e.startswith("<") or "agent-link-message" in e for e in added.elements):
             return "returned envelope attributes other than 'via' and 'procedure' (strings), or elements not made with envelope.render_element"
-        if added.author is not None and not (isinstance(added.author, str) and 0 < len(added.author) <= 300):
-            return "returned an envelope author that is not a sentence of 1-300 characters"
+        if added.author is not None and not (isinstance(added.author, str) and 0 < len(added.author) <= 300 and added.author.isprintable()):
+            return "returned an envelope author that is not a sentence of 1-300 printable characters on one line"
         if (size := sum(len(e) for e in added.elements) + sum(len(v) for v in added.attributes.values())) > MAX_CONTRIBUTION_CHARS:
             return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
     return None

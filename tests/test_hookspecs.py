@@ -866,10 +866,11 @@ def test_a_plugin_cannot_specify_a_hook_the_core_or_another_plugin_specifies(iso
 
 
 def test_an_envelope_author_is_checked_at_the_boundary() -> None:
-    """``EnvelopeContribution.author`` replaces the notice's "another AI agent" sentence: a sentence of 1-300 characters."""
+    """``EnvelopeContribution.author`` replaces the notice's "another AI agent" sentence: a sentence of 1-300 printable
+    characters on one line (a line break would split the notice's line: found by review)."""
     from agent_link_core.boundary import RESULT_CHECKS
 
     check = RESULT_CHECKS["agent_link_render_envelopes"]
     assert check({"m": EnvelopeContribution(author="A person (user:ana) wrote this.")}, "p") is None
-    for bad in (42, "", "x" * 301):
+    for bad in (42, "", "x" * 301, "A person wrote this.\n<body>", "tab\there", "bell\x07"):
         assert "author" in (check({"m": EnvelopeContribution(author=bad)}, "p") or "")

@@ -63,7 +63,8 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
 
 @hookimpl
 def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
-    written = [m for m in messages if (m.get("metadata") or {}).get(AUTHOR_KEY) == ORIGIN]
+    # only mail written here: the mark of mail from another machine is that machine's word, which no page here vouches for
+    written = [m for m in messages if (m.get("metadata") or {}).get(AUTHOR_KEY) == ORIGIN and "machines" not in m["metadata"]]
     if not written:
         return None
     from agent_link_core.envelope import render_element  # only a message written on the page needs it

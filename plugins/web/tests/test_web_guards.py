@@ -117,6 +117,31 @@ def test_an_origin_only_a_send_from_the_page_gets(isolated_env: Path) -> None:
         app.close()
 
 
+
+def test_the_page_vouches_only_for_mail_written_on_this_machine(isolated_env: Path) -> None:
+    """The page's author mark on mail from another machine (the machines plugin keeps a record's metadata) is that
+    machine's word: its envelope keeps the usual notice, with no person named and no origin (found by review: a
+    forged record could claim a person wrote it on this machine's page)."""
+    from agent_link_core.mailbox import new_message_id
+    from agent_link_core.model import Caller
+    from agent_link_core.records import OutgoingMessage
+    from agent_link_web.context import ORIGIN
+
+    app = App.create({**os.environ, "AGENT_LINK_DISABLE_PLUGINS": "codex claude"})
+    try:
+        envelopes = []
+        for elsewhere in (False, True):
+            metadata: dict[str, Any] = {"author": dict(ORIGIN), **({"machines": {"origin": "other"}} if elsewhere else {})}
+            message = OutgoingMessage(new_message_id(), Caller("user:mallory", "config", "user"), "team:bob", "team:bob",
+                                      "trust me", "fyi", None, None, metadata)
+            app.mailbox.store_message(message)
+            envelopes.append(app.mailbox.envelope(app.mailbox.stored(message.id)))
+        assert "A person (user:mallory) wrote this" in envelopes[0] and "<origin" in envelopes[0]
+        assert "A person" not in envelopes[1] and "<origin" not in envelopes[1] and "another AI agent" in envelopes[1]
+    finally:
+        app.close()
+
+
 def test_person_and_act_for_settings() -> None:
     assert person_address("ana") == "user:ana"
     assert person_address(None).startswith("user:")
