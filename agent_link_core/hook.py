@@ -320,7 +320,7 @@ def main(argv: list[str]) -> int:
         try:
             sys.stdout.write(out)
             sys.stdout.flush()
-        except OSError as exc:  # the host never got the note: what it claimed is due again
+        except BaseException as exc:  # the host never got the note (a closed pipe, a Ctrl-C): what it claimed is due again
             from agent_link_core.cli_run import drop_stdout
 
             box = ctx.mailbox if ctx.claimed else None
@@ -328,7 +328,7 @@ def main(argv: list[str]) -> int:
                 with contextlib.suppress(Exception):  # fail open: at worst the reminder counts as shown, as before
                     box.release_reminder(message_id, n, address)
             drop_stdout()
-            sys.stderr.write(f"agent-link hook: could not write the output ({exc.strerror or type(exc).__name__})\n")
+            sys.stderr.write(f"agent-link hook: could not write the output ({getattr(exc, 'strerror', None) or type(exc).__name__})\n")
     return 0
 
 

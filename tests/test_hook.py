@@ -331,3 +331,26 @@ def test_a_reminder_whose_note_could_not_be_written_is_due_again(adapter_path: P
     assert box.state(box.get_row(mid)).reminder_count == 0 and box.has_event(mid, "reminder_unshown")
     shown = run_hook(adapter_path, "test-host", "Prompt", {"address": "test:bob"})
     assert "remind" in shown.stdout.lower() and box.state(box.get_row(mid)).reminder_count == 1
+
+
+def test_a_ctrl_c_while_the_note_is_written_gives_the_reminder_back(adapter_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that lands while the hook writes its note (after it claimed a reminder) gives the claim back, as a
+    failed write does, and the hook still fails open (found by review: only OSError gave it back)."""
+    import io
+
+    from agent_link_core import hook
+
+    box = seed(1)
+    mid = box.open_for("test:bob", 1)[0]["id"]
+    box.mark_delivered(mid, "test-push")
+    box.store.conn.execute("UPDATE messages SET first_delivered_at = first_delivered_at - 31000 WHERE id = ?", (mid,))
+
+    class Interrupted(io.StringIO):
+        def write(self, text: str) -> int:
+            raise KeyboardInterrupt
+
+    monkeypatch.syspath_prepend(str(adapter_path))
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"address": "test:bob"}'))
+    monkeypatch.setattr(sys, "stdout", Interrupted())
+    assert hook.main(["test-host", "Prompt"]) == 0
+    assert box.state(box.get_row(mid)).reminder_count == 0 and box.has_event(mid, "reminder_unshown")
