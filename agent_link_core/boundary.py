@@ -210,7 +210,7 @@ def is_session(value: Any) -> bool:
     kinds: dict[str, Any] = dict(address=str, harness=str, id=str, title=text, cwd=text, surface=strings, loaded=(bool, type(None)), archived=bool,
                  last_activity_ms=(int, type(None)), receive=dict_, aliases=strings, extra=dict_)
     return (isinstance(value, Session) and all(isinstance(getattr(value, k), t) for k, t in kinds.items())
-            and all(isinstance(item, str) for item in (*value.surface, *value.aliases)))
+            and all(isinstance(item, str) for item in (*value.surface, *value.aliases)) and oversize([value.receive, value.extra]) is None)
 
 
 

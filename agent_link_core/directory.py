@@ -31,11 +31,12 @@ LISTING = expect(lambda v: isinstance(v, SessionListing) and isinstance(v.provid
 
 def session_view(session: Session) -> dict[str, Any]:
     """A session as list_agents / resolve_agent show it."""
-    return {
+    view = {
         "address": session.address, "harness": session.harness, "id": session.id, "title": session.title, "cwd": session.cwd,
         "surface": list(session.surface), "loaded": session.loaded, "archived": session.archived,
-        "lastActivityAt": iso(session.last_activity_ms), "receive": dict(session.receive or DEFAULT_RECEIVE), **(session.extra or {}),
+        "lastActivityAt": iso(session.last_activity_ms), "receive": dict(session.receive or DEFAULT_RECEIVE),
     }
+    return {**view, **{k: v for k, v in (session.extra or {}).items() if k not in view}}  # the harness's own never replace these
 
 
 async def gather_listings(

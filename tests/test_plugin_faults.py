@@ -912,13 +912,16 @@ class _OddSessions(Harness):
 
     name = "odd"
 
-    def __init__(self, junk: bool) -> None:
+    def __init__(self, junk: str) -> None:
         self.junk = junk
 
     def _session(self) -> Session:
-        if self.junk:
+        if self.junk == "types":
             return Session("odd:one", "odd", "one", receive="push", extra=["x"], last_activity_ms="soon")  # type: ignore[arg-type]
-        return Session("odd:one", "odd", "one", receive=None, extra=None)  # type: ignore[arg-type]
+        if self.junk == "not JSON":
+            return Session("odd:one", "odd", "one", extra={"when": {1, 2}})
+        # None for receive/extra reads as their defaults; the harness's own fields never replace the core's
+        return Session("odd:one", "odd", "one", receive=None, extra={"address": "team:someone-else", "mine": 1})  # type: ignore[arg-type]
 
     async def list_sessions(self, *, include_archived: bool = False, limit: int = 200) -> SessionListing:
         return SessionListing([self._session()])
@@ -928,8 +931,8 @@ class _OddSessions(Harness):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("junk", [True, False])
-async def test_sessions_a_listing_cannot_show_are_their_harness_fault(junk: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("junk", ["types", "not JSON", ""])
+async def test_sessions_a_listing_cannot_show_are_their_harness_fault(junk: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A harness's session with fields of the wrong types is refused as that harness's fault (its listing and lookup
     left out, reported) and list_agents/resolve_agent go on; ``receive``/``extra`` left None read as their defaults
     (found by review: the core's ``session_view`` raised on them, failing list_agents for every caller)."""
@@ -950,7 +953,8 @@ async def test_sessions_a_listing_cannot_show_are_their_harness_fault(junk: bool
             assert listed["sessions"] == [] and listed["providers"]["odd"]["reason"] == "harness_failed"
             assert {"harness.odd.list_sessions", "harness.odd.get_session"} <= problems, problems
         else:
-            assert [s["receive"] for s in listed["sessions"]] == [{"push": None, "nudge": None, "pull": True}]
+            assert [(s["address"], s["mine"], s["receive"]) for s in listed["sessions"]] == [
+                ("odd:one", 1, {"push": None, "nudge": None, "pull": True})]
             assert resolved["status"] == "resolved" and not problems
         json.dumps([listed, resolved])
     finally:
