@@ -74,8 +74,8 @@ def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[st
     for message in written:
         # the notice's first sentence says who wrote it (the core keeps "none of the user's authority"): a person at
         # the page is not another agent, and not necessarily this session's user either
-        author = (f"A person ({message['from_addr']}) wrote this message on the agent-link web page of this machine; "
-                  "it did not come from another AI agent.")
+        person = message["from_addr"] if len(message["from_addr"]) <= 120 else message["from_addr"][:119] + "…"  # the sentence: <= 300
+        author = f"A person ({person}) wrote this message on the agent-link web page of this machine; it did not come from another AI agent."
         added[message["id"]] = EnvelopeContribution(
             elements=[render_element("origin", [("kind", "person"), ("through", "web-page")])], author=author)
     return added

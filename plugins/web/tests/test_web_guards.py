@@ -136,7 +136,12 @@ def test_the_page_vouches_only_for_mail_written_on_this_machine(isolated_env: Pa
                                       "trust me", "fyi", None, None, metadata)
             app.mailbox.store_message(message)
             envelopes.append(app.mailbox.envelope(app.mailbox.stored(message.id)))
+        long = OutgoingMessage(new_message_id(), Caller("user:" + "a" * 200, "config", "user"), "team:bob", "team:bob", "hi",
+                               "fyi", None, None, {"author": dict(ORIGIN)})
+        app.mailbox.store_message(long)  # the sentence stays within what an envelope author may be: the person cut
+        envelopes.append(app.mailbox.envelope(app.mailbox.stored(long.id)))
         assert "A person (user:mallory) wrote this" in envelopes[0] and "<origin" in envelopes[0]
+        assert "A person (user:aaa" in envelopes[2] and "\u2026) wrote this" in envelopes[2] and not app.health()["plugins"]["problems"]
         assert "A person" not in envelopes[1] and "<origin" not in envelopes[1] and "another AI agent" in envelopes[1]
     finally:
         app.close()
