@@ -14,13 +14,16 @@ JSON = option("--json", "as_json", flag=True, help="Print one JSON object.")
 
 def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"agent-link {h['version']}")
-    click.echo(f"  address:    {h['address']} ({h['addressSource']})")
+    settings = h.get("settings") or {}
+    source = h["addressSource"]  # "config" is the AGENT_LINK_ADDRESS setting: said as where it was read
+    if source == "config" and (read := (settings.get("sources") or {}).get("AGENT_LINK_ADDRESS")):
+        source = "settings file" if read == "settings-file" else read
+    click.echo(f"  address:    {h['address']} ({source})")
     click.echo(f"  host:       {h['host'] or 'unknown'}")
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
     for warning in (h["hostDetection"].get("warning"), h["stateDir"].get("warning")):
         if warning:
             click.echo(f"  warning: {warning['message']}. {warning['hint']}")
-    settings = h.get("settings") or {}
     click.echo(f"  settings:   {settings.get('file')}"
                + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
     db = h["database"]
