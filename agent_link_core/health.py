@@ -34,8 +34,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
     except OSError:
         private = False
     refusal = app.read_only or disk_full(app.config.db_path)  # also a disk that filled after the database opened
-    full = refusal is not None and refusal.details.get("reason") == "disk_full"
-    if full:  # said as the state it is: health stores nothing, so not the write path's "nothing of this call was stored"
+    if (full := refusal is not None and refusal.details.get("reason") == "disk_full"):  # said as the state: health stores nothing
         refusal = AgentLinkError(refusal.code, f"The disk holding the agent-link database {app.config.db_path} is full; "
                                  "every write is refused until space is freed there.", refusal.details, hint=refusal.hint)
     out: dict[str, Any] = {
