@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_link_core import __version__, boundary
 from agent_link_core.boundary import MAX_HEALTH_BYTES, disable_hint, oversize
+from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import disk_full
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
     except OSError:
         private = False
     refusal = app.read_only or disk_full(app.config.db_path)  # also a disk that filled after the database opened
+    if (full := refusal is not None and refusal.details.get("reason") == "disk_full"):  # said as the state: health stores nothing
+        refusal = AgentLinkError(refusal.code, f"The disk holding the agent-link database {app.config.db_path} is full; "
+                                 "every write is refused until space is freed there.", refusal.details, hint=refusal.hint)
     out: dict[str, Any] = {
         "version": __version__,
         "host": detection["host"],
@@ -41,7 +45,7 @@ def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_conte
         "addressSource": caller.source,
         "stateDir": {"path": app.config.state_dir, "source": app.config.sources["AGENT_LINK_STATE_DIR"],
                      "exists": os.path.isdir(app.config.state_dir), "private": private,
-                     "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK) and not (refusal and refusal.details.get("reason") == "disk_full")},
+                     "writable": os.access(app.config.state_dir, os.W_OK | os.X_OK) and not full},
         "database": {"path": app.config.db_path, "pendingForCaller": pending, **app.store.check_health(),
                      **({"ok": False, "readOnly": True, "problem": refusal.to_dict()} if refusal else {})},
         "env": app.config.env_report(),

@@ -150,7 +150,7 @@ class _Watched:
 
     def _told(self, method: str, item: Any) -> Any:
         return self._boundary.call(self._plugin, f"agent_link_mcp_connection.{method}", lambda: getattr(self._peer, method)(item),
-                                   check=partial(_inbound_problem if method == "inbound" else _outbound_problem, item))
+                                   check=partial(_answer_problem, method, item))
 
     @property
     def last_context(self) -> Any:
@@ -184,23 +184,18 @@ class _Watched:
         await self.aclose()
 
 
-def _inbound_problem(item: Any, answer: Any, plugin: str) -> str | None:
-    """Why a watcher's answer to the client's ``item`` cannot be written back: it must answer a request, by its id, with a
-    response or an error the transport can encode (encoded here: what that raises is the watcher's fault, not the server's end)."""
-    request = getattr(item, "message", None)
-    if not (isinstance(answer, SessionMessage) and isinstance(answer.message, (types.JSONRPCResponse, types.JSONRPCError))
-            and isinstance(request, types.JSONRPCRequest) and answer.message.id == request.id):
-        return f"returned {type(answer).__name__}; expected None or a SessionMessage answering the request with its id"
-    answer.message.model_dump_json(by_alias=True, exclude_unset=True)
-    return None
-
-
-def _outbound_problem(item: Any, answer: Any, plugin: str) -> str | None:
-    """Why a watcher's replacement of the server's ``item`` cannot be written: it must be the same kind of message with
-    the same id, one the transport can encode (encoded here, as for :func:`_inbound_problem`)."""
+def _answer_problem(method: str, item: Any, answer: Any, plugin: str) -> str | None:
+    """Why a watcher's ``answer`` to ``item`` cannot be written: to the client's item (``inbound``) it must answer a
+    request, by its id, with a response or an error; the server's item (``outbound``) it replaces with the same kind of
+    message with the same id. Either must be one the transport can encode (encoded here: what that raises is the
+    watcher's fault, not the server's end)."""
     message = getattr(item, "message", None)
-    if not (isinstance(answer, SessionMessage) and type(answer.message) is type(message)
-            and getattr(answer.message, "id", None) == getattr(message, "id", None)):
+    sent = answer.message if isinstance(answer, SessionMessage) else None
+    if method == "inbound" and not (isinstance(sent, (types.JSONRPCResponse, types.JSONRPCError))
+                                    and isinstance(message, types.JSONRPCRequest) and sent.id == message.id):
+        return f"returned {type(answer).__name__}; expected None or a SessionMessage answering the request with its id"
+    if method == "outbound" and not (sent is not None and type(sent) is type(message)
+                                     and getattr(sent, "id", None) == getattr(message, "id", None)):
         return f"returned {type(answer).__name__}; expected None or the SessionMessage to write instead, of the same kind and id"
     answer.message.model_dump_json(by_alias=True, exclude_unset=True)
     return None

@@ -107,7 +107,7 @@ def test_a_full_disk_is_named_and_its_mail_still_read(isolated_env: Path, monkey
         with pytest.raises(AgentLinkError) as write:  # a write says why, not SQLite's "readonly database"
             with app.store.write():
                 pass
-        assert write.value.details["reason"] == "disk_full"
+        assert write.value.details["reason"] == "disk_full" and "nothing of this call was stored" in write.value.message
     finally:
         app.close()
 
@@ -130,7 +130,7 @@ def test_health_names_a_full_disk(isolated_env: Path) -> None:
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     database = json.loads(done.stdout)["database"]
     assert database["readOnly"] is True and database["problem"]["details"]["reason"] == "disk_full"
-    assert database["pendingForCaller"] == 1
+    assert database["pendingForCaller"] == 1 and "refused until space is freed" in database["problem"]["message"]
 
 
 class NoSpace:
@@ -150,6 +150,8 @@ def test_health_finds_a_disk_that_filled_after_the_database_opened(isolated_env:
         app.close()
     assert health["database"]["ok"] is False and health["database"]["problem"]["details"]["reason"] == "disk_full"
     assert health["stateDir"]["writable"] is False and health["database"]["pendingForCaller"] == 1
+    said = health["database"]["problem"]["message"]  # health stores nothing: the disk's state, not a call's fate
+    assert "refused until space is freed" in said and "this call" not in said
 
 
 def test_health_of_a_filled_disk_exits_1(isolated_env: Path) -> None:
@@ -170,6 +172,8 @@ def test_health_of_a_filled_disk_exits_1(isolated_env: Path) -> None:
             assert data["ok"] is False and data["database"]["problem"]["details"]["reason"] == "disk_full"
         else:
             assert "REFUSING WRITES" in done.stdout and done.stdout.count("is full") == 1, done.stdout
+            assert "refused until space is freed" in done.stdout and "this call" not in done.stdout, done.stdout
+        assert "not repaired" not in done.stderr, done.stderr
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ state-directory record health warns from are the settings plugin's (plugins/sett
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -64,3 +65,14 @@ def test_a_settings_file_that_is_a_folder_says_so(settings: Path) -> None:
         with pytest.raises(AgentLinkError) as caught:
             with_settings(dict(os.environ))
         assert caught.value.hint == "Fix its permissions or point AGENT_LINK_CONFIG elsewhere."
+
+
+def test_health_says_where_the_address_was_read(settings: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``addressSource`` stays ``config`` (docs/behaviour.md); health's line names the variable or the settings file."""
+    monkeypatch.delenv("AGENT_LINK_ADDRESS", raising=False)
+    settings.write_text('address = "test:alice"\n')
+    from_file, as_json = cli("health"), cli("health", "--json")
+    from_env = cli("health", env={**os.environ, "AGENT_LINK_ADDRESS": "test:bob"})
+    assert "address:    test:alice (settings file)" in from_file.stdout, from_file.stdout + from_file.stderr
+    assert "address:    test:bob (AGENT_LINK_ADDRESS)" in from_env.stdout, from_env.stdout + from_env.stderr
+    assert json.loads(as_json.stdout)["addressSource"] == "config"

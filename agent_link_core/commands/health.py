@@ -14,13 +14,14 @@ JSON = option("--json", "as_json", flag=True, help="Print one JSON object.")
 
 def _print_health(h: dict[str, Any]) -> None:
     click.echo(f"agent-link {h['version']}")
-    click.echo(f"  address:    {h['address']} ({h['addressSource']})")
+    settings = h.get("settings") or {}  # source "config": where the AGENT_LINK_ADDRESS setting was read is said
+    read = (settings.get("sources") or {}).get("AGENT_LINK_ADDRESS") if h["addressSource"] == "config" else None
+    click.echo(f"  address:    {h['address']} ({'settings file' if read == 'settings-file' else read or h['addressSource']})")
     click.echo(f"  host:       {h['host'] or 'unknown'}")
     click.echo(f"  state dir:  {h['stateDir']['path']} ({'exists' if h['stateDir']['exists'] else 'missing'})")
     for warning in (h["hostDetection"].get("warning"), h["stateDir"].get("warning")):
         if warning:
             click.echo(f"  warning: {warning['message']}. {warning['hint']}")
-    settings = h.get("settings") or {}
     click.echo(f"  settings:   {settings.get('file')}"
                + "".join(f"\n    {n} from {src}" for n, src in (settings.get("sources") or {}).items()))
     db = h["database"]

@@ -15,6 +15,7 @@ from agent_link_core.errors import AgentLinkError
 from agent_link_core.lazy import LazyLogger
 from agent_link_core.mailbox import STATUS_BY_KIND, Mailbox
 from agent_link_core.records import Event
+from agent_link_core.store import disk_full
 from agent_link_core.model import Caller, address_scheme, is_address
 
 from agent_link_receipts.build import LIFECYCLE_KINDS, event_key, harness_receipt, message_receipt
@@ -72,13 +73,14 @@ def _event_from_row(row: Any) -> Event:
 def repair(app: App) -> int:
     """Write the receipts missing for ``message_events`` since the last repair; returns how
     many were written. A database that refuses writes (busy, damaged, opened read-only) is left
-    for later: the repair does not wait for another process's write lock."""
-    if app.read_only is not None:  # opened only to be read (health reports why): nothing to try
+    for later: the repair does not wait for another process's write lock. Opened read-only or
+    on a full disk (health reports why), it is not tried."""
+    if app.read_only is not None:
         return 0
     conn = app.store.conn
     last = conn.execute("SELECT last_seq FROM receipts_repair WHERE id = 1").fetchone()
     newest = app.mailbox.last_event_seq()
-    if last is None or newest <= last[0]:
+    if last is None or newest <= last[0] or disk_full(app.store.path):
         return 0
     written = 0
     try:
