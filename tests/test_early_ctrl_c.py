@@ -39,8 +39,11 @@ def interrupted_runs(command: list[str], rounds: int = 2) -> list[tuple[int, str
     bare starts (measured again each round)."""
     runs = []
     for delay in (bare_start_s() * factor for _ in range(rounds) for factor in FACTORS):
+        # a terminal's Ctrl-C: SIGINT as a shell's foreground job gets it (a background job, as under nohup ... &, would
+        # inherit it ignored, and Python then never raises KeyboardInterrupt)
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                env={**os.environ, "AGENT_LINK_ADDRESS": "test:carol"})
+                                env={**os.environ, "AGENT_LINK_ADDRESS": "test:carol"},
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
