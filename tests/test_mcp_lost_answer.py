@@ -1,4 +1,4 @@
-"""A tool call whose answer cannot be written (the client closed the read end of the server's stdout, its stdin still
+"""A tool call (an inbox read, a wait) whose answer cannot be written (the client closed the read end of the server's stdout, its stdin still
 open) marks no mail read: the next read shows it, and marks it once its answer was written (docs/behaviour.md §4).
 Over the host kit's transport (with its start-up front or without) and the MCP SDK's (the core alone: the kit hidden as
 tests/test_mcp_without_hostkit.py does)."""
@@ -19,7 +19,7 @@ from agent_link_core.app import App
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
-READ = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read_agent_link_inbox", "arguments": {}}}
+CALLS = {"inbox": ("read_agent_link_inbox", {}), "wait": ("wait_for_agent", {"agent": "team:bob", "timeoutMs": 5000})}
 
 
 def delivered(env: dict[str, str]) -> tuple[object, int]:
@@ -32,8 +32,12 @@ def delivered(env: dict[str, str]) -> tuple[object, int]:
         app.close()
 
 
+@pytest.mark.installed_plugins("waits")
+@pytest.mark.parametrize("tool", ["inbox", "wait"])
 @pytest.mark.parametrize("kind", ["front", "no-front"])
-def test_an_inbox_read_whose_answer_is_not_written_marks_nothing(tmp_path: Path, kind: str) -> None:
+def test_a_read_whose_answer_is_not_written_marks_nothing(tmp_path: Path, kind: str, tool: str) -> None:
+    name, arguments = CALLS[tool]
+    read = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "AGENT_LINK_STATE_DIR": str(tmp_path / "state")}
     if kind == "no-front":
@@ -57,7 +61,7 @@ def test_an_inbox_read_whose_answer_is_not_written_marks_nothing(tmp_path: Path,
             if "id" in message:
                 assert json.loads(server.stdout.readline())["id"] == message["id"]
         server.stdout.close()  # the client reads no more: the answer to the read cannot be written
-        server.stdin.write(json.dumps(READ).encode() + b"\n")
+        server.stdin.write(json.dumps(read).encode() + b"\n")
         server.stdin.flush()
         with contextlib.suppress(subprocess.TimeoutExpired):  # the broken pipe may end the server, its stdin still open
             server.wait(timeout=15)
@@ -69,8 +73,8 @@ def test_an_inbox_read_whose_answer_is_not_written_marks_nothing(tmp_path: Path,
     assert "read_agent_link_inbox" not in err or "Traceback" not in err, err
     assert delivered(reader) == (None, 0), err
     # the next read shows it, and marks it once its answer was written
-    script = b"".join(json.dumps(m).encode() + b"\n" for m in (INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}, READ))
+    script = b"".join(json.dumps(m).encode() + b"\n" for m in (INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}, read))
     answers = exchange_lines([sys.executable, "-m", "agent_link_core", "mcp"], script, 2, env=reader)
     result = answers[1]["result"]["structuredContent"]
-    assert [m["body"] if "body" in m else m["id"] for m in result["messages"]] and result["markedDelivered"], result
+    assert (result["markedDelivered"] if tool == "inbox" else "envelope" in result.get("reply", {})), result
     assert delivered(reader)[1] == 1
