@@ -453,8 +453,24 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                         text = message.model_dump_json(by_alias=True, exclude_unset=True)
                     await out.send((text.encode("utf-8") + b"\n", marks))
 
+        async def apply_once_passed(marks: list[Callable[[], object]], line: int) -> None:
+            # an answer the front still relays is written once its writer thread is done with its line ``line``
+            assert front is not None
+            while front.passed < line and not front.drained():
+                await anyio.sleep(0.01)
+            if front.passed >= line:
+                apply(marks)
+
+        def apply(marks: list[Callable[[], object]]) -> None:
+            for mark in marks:
+                try:
+                    mark()
+                except Exception:  # e.g. a busy database: the mail shown stays unread, to be shown again
+                    log.warning("agent-link: mail an answer showed was not marked read", exc_info=True)
+
         async def write_lines() -> None:
             to, to_pipe, handing = sink, _nonblocking(_pipe_fd(sink)), front
+            relayed = 0  # lines written for the front to relay
 
             async def put(data: bytes) -> None:
                 if to_pipe is not None:
@@ -473,11 +489,11 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                                 to, to_pipe = handing.wire_out, _nonblocking(_pipe_fd(handing.wire_out))
                             handing = None
                         await put(data)  # raises when the client is gone: the marks of an answer not written are dropped
-                        for apply in marks or ():
-                            try:
-                                apply()
-                            except Exception:  # e.g. a busy database: the mail shown stays unread, to be shown again
-                                log.warning("agent-link: mail an answer showed was not marked read", exc_info=True)
+                        relayed += handing is not None
+                        if marks and handing is not None:
+                            tg.start_soon(apply_once_passed, marks, relayed)
+                        elif marks:
+                            apply(marks)
             finally:
                 _nonblocking(to_pipe, False)  # whoever writes to it next expects a blocking pipe
 
