@@ -34,7 +34,7 @@ def delivered(env: dict[str, str]) -> tuple[object, int]:
 
 @pytest.mark.installed_plugins("waits")
 @pytest.mark.parametrize("tool", ["inbox", "wait"])
-@pytest.mark.parametrize("kind", ["front-relaying", "front-handed-over", "no-front"])
+@pytest.mark.parametrize("kind", ["front-relaying", "front-handed-over", "no-front", "core-alone"])
 def test_a_read_whose_answer_is_not_written_marks_nothing(tmp_path: Path, kind: str, tool: str) -> None:
     name, arguments = CALLS[tool]
     read = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
