@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,45 @@ def test_a_read_whose_answer_is_not_written_marks_nothing(tmp_path: Path, kind: 
     result = answers[1]["result"]["structuredContent"]
     assert (result["markedDelivered"] if tool == "inbox" else "envelope" in result.get("reply", {})), result
     assert delivered(reader)[1] == 1
+
+
+@pytest.mark.installed_plugins("waits")
+def test_a_reply_message_agent_waited_for_is_not_marked_when_its_answer_is_not_written(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "AGENT_LINK_STATE_DIR": str(tmp_path / "state"), "AGENT_LINK_MCP_FRONT": "0"}
+    alice, bob = {**env, "AGENT_LINK_ADDRESS": "team:alice"}, {**env, "AGENT_LINK_ADDRESS": "team:bob"}
+    server = subprocess.Popen([sys.executable, "-m", "agent_link_core", "mcp"], env=alice, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert server.stdin is not None and server.stdout is not None
+    ask = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "message_agent", "arguments": {
+        "to": "team:bob", "message": "question", "waitForReply": True, "timeoutMs": 30000}}}
+    try:
+        for message in (INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}):
+            server.stdin.write(json.dumps(message).encode() + b"\n")
+            server.stdin.flush()
+            if "id" in message:
+                assert json.loads(server.stdout.readline())["id"] == message["id"]
+        server.stdout.close()  # the answer (the reply the wait returns) cannot be written
+        server.stdin.write(json.dumps(ask).encode() + b"\n")
+        server.stdin.flush()
+        for _ in range(100):  # bob answers once the question is there
+            read = subprocess.run([sys.executable, "-m", "agent_link_core", "inbox", "--json"], env=bob, capture_output=True,
+                                  text=True, timeout=120)
+            if json.loads(read.stdout)["messages"]:
+                break
+            time.sleep(0.2)
+        question = json.loads(read.stdout)["messages"][0]["id"]
+        replied = subprocess.run([sys.executable, "-m", "agent_link_core", "reply", question, "answer"], env=bob,
+                                 capture_output=True, text=True, timeout=120)
+        assert replied.returncode == 0, replied.stderr
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.wait(timeout=5)
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+    app = App.create(alice)
+    try:
+        row = app.store.conn.execute("SELECT delivered_at FROM messages WHERE recipient = 'team:alice'").fetchone()
+        assert row is not None and row[0] is None  # the reply stays unread: alice's next read shows it
+    finally:
+        app.close()
