@@ -339,35 +339,6 @@ def not_marked(exc: AgentLinkError, undone: str) -> NoReturn:
     fail(AgentLinkError(exc.code, f"{undone}: {first}{exc.message[1:]}", exc.details, exc.hint))
 
 
-def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
-    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (views and counts)."""
-    from agent_link_core.store import now_ms
-
-    data = {**data, "markedDelivered": list(ids)}
-    if not ids:
-        return data
-    at, marked = now_ms(), set(ids)
-    views = []
-    for view in data["messages"]:
-        if view["id"] in marked:
-            row = dict(app.mailbox.stored(view["id"]))
-            row.update(delivered_at=at, first_delivered_at=row["first_delivered_at"] or at, delivered_via="inbox")
-            state = app.mailbox.state(row)  # type: ignore[arg-type]
-            fresh = app.mailbox.to_view(row, state)  # type: ignore[arg-type]
-            if "open" in view:
-                fresh["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else False
-            view = {**view, **fresh}
-        views.append(view)
-    data["messages"] = views
-    if "openCount" in data:
-        data["openCount"] = sum(1 for v in views if v.get("open"))
-    if "remainingCount" in data:  # a paged message is among ids once its last page is shown
-        left = data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
-        if "more" in data:
-            data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
-    return data
-
-
 def message_text(text: str | None, path: str | None) -> str:
     """The message text from TEXT, ``-`` (stdin) or ``--file PATH`` (at most the limit plus one byte read). A refusal ends
     the command (:func:`fail`): ``invalid_arguments`` (neither or both, unreadable, not UTF-8), ``body_too_large``."""

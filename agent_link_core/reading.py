@@ -151,3 +151,41 @@ def _marked(app: App, address: str, marked: list[str], shown: list[str], block: 
     """The result once ``marked`` are delivered: ``shown`` viewed again, what remains (held mail is never shown) counted again."""
     held = app.hooks.held_messages(address) - set(shown)
     return _assemble(address, marked, _views(app, app.mailbox.rows(shown)), _remaining(app, address, held), len(held), block, page)
+
+
+def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
+    """Ids of the unread messages an inbox read shows whole (a paged message: with its last page)."""
+    page = data.get("page")
+    if page is not None:
+        row = app.mailbox.get_row(page["messageId"])
+        return [row["id"]] if page["nextOffset"] is None and row is not None and row["delivered_at"] is None else []
+    return [m["id"] for m in data["messages"] if m.get("deliveredAt") is None]
+
+
+def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
+    """An inbox read made without marking, as it reads once ``ids`` are marked delivered (views and counts)."""
+    from agent_link_core.store import now_ms
+
+    data = {**data, "markedDelivered": list(ids)}
+    if not ids:
+        return data
+    at, marked = now_ms(), set(ids)
+    views = []
+    for view in data["messages"]:
+        if view["id"] in marked:
+            row = dict(app.mailbox.stored(view["id"]))
+            row.update(delivered_at=at, first_delivered_at=row["first_delivered_at"] or at, delivered_via="inbox")
+            state = app.mailbox.state(row)  # type: ignore[arg-type]
+            fresh = app.mailbox.to_view(row, state)  # type: ignore[arg-type]
+            if "open" in view:
+                fresh["open"] = state.status in ("pending", "unresolved", "expired") if row["anticipation"] != "fyi" else False
+            view = {**view, **fresh}
+        views.append(view)
+    data["messages"] = views
+    if "openCount" in data:
+        data["openCount"] = sum(1 for v in views if v.get("open"))
+    if "remainingCount" in data:  # a paged message is among ids once its last page is shown
+        left = data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
+        if "more" in data:
+            data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
+    return data

@@ -25,7 +25,7 @@ from agent_link_core.hook import refresh_registry
 from agent_link_core.app import App
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.tools.core_tools import CORE_TOOLS
-from agent_link_core.tools.registry import ToolSpec, call_tool, output_schema, unknown_tool
+from agent_link_core.tools.registry import AFTER_WRITE, ToolSpec, call_tool, output_schema, unknown_tool
 
 front = discovery.mcp_front()  # a declared start-up front brings its transport (docs/plugins.md)
 stdio_server: Any = front.stdio_server if front is not None else None
@@ -33,6 +33,8 @@ if stdio_server is None:  # no front: the MCP SDK's transport
     from mcp.server.stdio import stdio_server
 
 log = logging.getLogger(__name__)
+#: over the SDK's transport (no front): the marks of each tool call not answered yet, by request id (:class:`_Written`)
+_after_write: dict[Any, list[Callable[[], object]]] | None = None
 SHUTDOWN_BUDGET_S = 4.0
 ORPHAN_CHECK_S = 1.0  # how often the server checks that its client (parent process) lives
 
@@ -93,6 +95,8 @@ def build_server(app: App) -> Server[Any]:
         # the SDK hands _meta over either as sent or with its model's field names
         token = meta.get("progressToken", meta.get("progress_token"))
         progress = ctx.session.report_progress if token is not None else None
+        if _after_write is not None and AFTER_WRITE.get() is None and ctx.request_id is not None:
+            AFTER_WRITE.set(_after_write.setdefault(ctx.request_id, []))  # applied once the answer was written
         return to_call_result(*await call_tool(app, spec, params.arguments, meta, progress))
 
     return Server("agent-link", version=__version__, instructions=INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
@@ -108,9 +112,49 @@ async def serve(app: App) -> None:
 async def _over_stdio(app: App | None, run: Callable[[Any, Any], Awaitable[None]]) -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(_exit_on_signal, app)
-        async with stdio_server() as (read_stream, write_stream):
-            await run(read_stream, write_stream)
+        wire = _sdk_stdout()
+        try:
+            async with stdio_server(**wire) as (read_stream, write_stream):
+                await run(read_stream, write_stream)
+        finally:
+            if wire and wire["stdout"].release is not None:
+                wire["stdout"].release()  # fd 1 back, as the SDK gives back what it claimed itself
         tg.cancel_scope.cancel()
+
+
+def _sdk_stdout() -> dict[str, Any]:
+    """``{"stdout": ...}`` for the SDK's transport: the wire (claimed as the SDK claims it) through :class:`_Written`;
+    ``{}`` for a front's transport, which applies the marks itself."""
+    global _after_write
+    if front is not None:
+        return {}
+    from mcp.server import stdio as sdk_stdio
+
+    out, release = sdk_stdio._claim_fd(1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion)
+    _after_write = {}
+    return {"stdout": _Written(anyio.wrap_file(sdk_stdio._UnownedTextWrapper(out, encoding="utf-8")), _after_write, release)}
+
+
+class _Written:
+    """The SDK transport's stdout (it writes one answer, then flushes): a tool call's marks (registry.AFTER_WRITE) are
+    applied once its answer was flushed; an answer that cannot be written raises and marks nothing."""
+
+    def __init__(self, out: Any, after: dict[Any, list[Callable[[], object]]], release: Callable[[], None] | None) -> None:
+        self.out, self.after, self.release = out, after, release
+        self.marks: list[Callable[[], object]] = []
+
+    async def write(self, text: str) -> None:
+        self.marks = self.after.pop(json.loads(text).get("id"), []) if self.after else []
+        await self.out.write(text)
+
+    async def flush(self) -> None:
+        await self.out.flush()
+        marks, self.marks = self.marks, []
+        for mark in marks:
+            try:
+                mark()
+            except Exception:  # e.g. a busy database: the mail shown stays unread, to be shown again
+                log.warning("agent-link: mail an answer showed was not marked read", exc_info=True)
 
 
 async def serve_streams(app: App, read_stream: Any, write_stream: Any) -> None:

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, as_read, command, declared_names, echo, emit, fail, get_app,
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, as_caller, command, declared_names, echo, emit, fail, get_app,
                                      not_marked, option, print_messages, show_then_mark, usage_error)
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.reading import as_read, shown_unread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-    from agent_link_core.app import App
-
-
-def shown_unread(app: App, data: dict[str, Any]) -> list[str]:
-    """Ids of the unread messages an inbox read shows whole (a paged message: with its last page)."""
-    page = data.get("page")
-    if page is not None:
-        row = app.mailbox.get_row(page["messageId"])
-        return [row["id"]] if page["nextOffset"] is None and row is not None and row["delivered_at"] is None else []
-    return [m["id"] for m in data["messages"] if m.get("deliveredAt") is None]
 
 
 @command(

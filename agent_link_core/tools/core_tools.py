@@ -15,7 +15,7 @@ from agent_link_core.harness import acall_harness
 from agent_link_core.mailbox import ulid_of_uuid
 from agent_link_core.model import is_address, is_ulid
 from agent_link_core.sending import message_summary
-from agent_link_core.tools.registry import ToolCall, ToolSpec, check_schema, client_gone
+from agent_link_core.tools.registry import AFTER_WRITE, ToolCall, ToolSpec, check_schema, client_gone
 from agent_link_core.tools.schemas import (AGENT_QUERY, ANY, BOOL, CURSOR, IDEMPOTENCY_KEY, INT, LISTING_PAGE, NOBJ, NSTR, OBJ, RESOLVE_RESULT,
                                           STR, ULID, closed_object, limit_arg)
 
@@ -185,9 +185,19 @@ async def _send(app: App, args: dict[str, Any], call: ToolCall, target: tuple[st
 async def read_inbox(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """The ``read_agent_link_inbox`` tool's handler (see the module doc)."""
     # a read for a client that is gone marks nothing, as its answer reaches no one
-    return app.inbox(call.caller, limit=args.get("limit", 20), mark=args.get("markAsDelivered", True) and not client_gone(),
-                     include_open=args.get("includeOpen", True), message_id=args.get("messageId"), offset=args.get("offset", 0),
-                     tell=False)
+    mark, later = args.get("markAsDelivered", True) and not client_gone(), AFTER_WRITE.get()
+    read = partial(app.inbox, call.caller, limit=args.get("limit", 20), include_open=args.get("includeOpen", True),
+                   message_id=args.get("messageId"), offset=args.get("offset", 0), tell=False)
+    if not mark or later is None:
+        return read(mark=mark)
+    # the transport writes the answer: marked once written (as the CLI's show, then mark)
+    from agent_link_core.reading import as_read, shown_unread
+
+    mark, warnings = app.begin_inbox_read(call.caller, True, tell=False)
+    data = read(mark=False)
+    to_mark = shown_unread(app, data) if mark else []
+    later.append(lambda: app.mailbox.mark_many_delivered(to_mark, "inbox"))
+    return as_read(app, {**data, "warnings": [*data.get("warnings", []), *warnings]} if warnings else data, to_mark)
 
 
 async def reply_message(app: App, args: dict[str, Any], call: ToolCall) -> dict[str, Any]:

@@ -40,6 +40,9 @@ Progress = Callable[[float, "float | None", "str | None"], Awaitable[None]]
 #: set to ``[False]`` in the context its items are sent from (the SDK runs a request's handler in it) and made ``[True]``
 #: at the end of the input; a call still running then marks no mail read (:func:`client_gone`), as nobody may receive it
 INPUT_ENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("agent_link_input_ended", default=None)
+#: set by a transport that writes each answer itself to an empty list in the context of the request's handler: a read then
+#: answers with what it shows unmarked and leaves here the marks (``() -> object``) it applies once the answer was written
+AFTER_WRITE: contextvars.ContextVar[list[Callable[[], object]] | None] = contextvars.ContextVar("agent_link_after_write", default=None)
 
 
 def client_gone() -> bool:

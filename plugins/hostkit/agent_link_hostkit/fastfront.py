@@ -232,6 +232,7 @@ class Front:
         self.taker = False  # the server's transport can read and write the wire itself
         self.handed_in: bytes | None = None  # once the wire's input is the transport's: what was read of it already
         self.handed_out = threading.Event()  # the writer thread stopped at HANDOVER_MARK
+        self.passed = 0  # the server's lines the writer thread is done with (written to the wire, or dropped)
         self._lock = threading.Lock()
         self._drained = threading.Event()
 
@@ -348,11 +349,11 @@ class Front:
                 if line == HANDOVER_MARK:  # the server's transport writes to the wire itself from here
                     self.handed_out.set()
                     return
-                if (self.given or self.wanted or self.launcher_given) and not self._pass_on(line):
-                    continue
-                with self._lock:
-                    self.wire_out.write(line)
-                    self.wire_out.flush()
+                if not (self.given or self.wanted or self.launcher_given) or self._pass_on(line):
+                    with self._lock:
+                        self.wire_out.write(line)
+                        self.wire_out.flush()
+                self.passed += 1
         except (OSError, ValueError) as exc:  # the client is gone
             log.debug("front writer stopped: %s", exc)
         finally:
@@ -378,6 +379,10 @@ class Front:
         for :attr:`handed_out`, then write to :attr:`wire_out`): the input was handed over and
         every answer to an opening request went through the writer thread."""
         return self.handed_in is not None and not (self.given or self.wanted or self.launcher_given)
+
+    def drained(self) -> bool:
+        """Whether the writer thread stopped (at :data:`END_MARK`, :data:`HANDOVER_MARK`, or a client gone)."""
+        return self._drained.is_set()
 
     def wait_drained(self, bound_s: float = DRAIN_BOUND_S) -> None:
         """Wait until the writer thread passed on everything up to :data:`END_MARK`."""

@@ -384,8 +384,10 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
             restore.append(release)
         reader_in, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, writer_out = create_context_streams[SessionMessage](0)
-        lines_in, lines_out = anyio.create_memory_object_stream[bytes](64)
+        # each answer's bytes with the marks its call left to apply once they are written (registry.AFTER_WRITE)
+        lines_in, lines_out = anyio.create_memory_object_stream[tuple[bytes, list[Callable[[], object]] | None]](64)
         pending: dict[int | str, list[dict[str, Any]]] = {}
+        after: dict[int | str, list[Callable[[], object]]] = {}  # the marks of each request not answered yet
         unanswered: set[int | str] = set()  # requests the server has not answered yet
         source, sink = stdin, stdout
 
@@ -401,7 +403,7 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
             front = None
 
         async def read_lines() -> None:
-            from agent_link_core.tools.registry import INPUT_ENDED
+            from agent_link_core.tools.registry import AFTER_WRITE, INPUT_ENDED
 
             ended = [False]
             INPUT_ENDED.set(ended)  # in the context each item is sent from: its handler's
@@ -422,14 +424,16 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                         continue
                     outcome = parse_line(raw, too_long=too_long)
                     if outcome.answer is not None:
-                        await answers.send(json.dumps(outcome.answer, ensure_ascii=False).encode("utf-8") + b"\n")
+                        await answers.send((json.dumps(outcome.answer, ensure_ascii=False).encode("utf-8") + b"\n", None))
                     if outcome.message is None:
                         continue
                     if isinstance(outcome.message, types.JSONRPCNotification) and outcome.message.method == "notifications/cancelled":
                         # a cancelled request gets no answer (MCP): the drain at EOF must not wait for it
-                        unanswered.discard((outcome.message.params or {}).get("requestId"))  # type: ignore[arg-type]
+                        unanswered.discard(cancelled := (outcome.message.params or {}).get("requestId"))  # type: ignore[arg-type]
+                        after.pop(cancelled, None)  # type: ignore[arg-type]
                     if isinstance(outcome.message, types.JSONRPCRequest):
                         unanswered.add(outcome.message.id)
+                        AFTER_WRITE.set(after.setdefault(outcome.message.id, []))  # the handler's, as INPUT_ENDED
                         if outcome.warnings:
                             pending[outcome.message.id] = outcome.warnings
                     await reader_in.send(SessionMessage(outcome.message))
@@ -438,19 +442,35 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
             async with writer_out, out:
                 async for session_message in writer_out:
                     message = session_message.message
-                    warnings = None
+                    warnings = marks = None
                     if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
-                        warnings = pending.pop(message.id, None)
+                        warnings, marks = pending.pop(message.id, None), after.pop(message.id, None)
                         unanswered.discard(message.id)
                     if warnings:
                         data = add_warnings(message.model_dump(mode="json", by_alias=True, exclude_unset=True), warnings)
                         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
                     else:
                         text = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await out.send(text.encode("utf-8") + b"\n")
+                    await out.send((text.encode("utf-8") + b"\n", marks))
+
+        async def apply_once_passed(marks: list[Callable[[], object]], line: int) -> None:
+            # an answer the front still relays is written once its writer thread is done with its line ``line``
+            assert front is not None
+            while front.passed < line and not front.drained():
+                await anyio.sleep(0.01)
+            if front.passed >= line:
+                apply(marks)
+
+        def apply(marks: list[Callable[[], object]]) -> None:
+            for mark in marks:
+                try:
+                    mark()
+                except Exception:  # e.g. a busy database: the mail shown stays unread, to be shown again
+                    log.warning("agent-link: mail an answer showed was not marked read", exc_info=True)
 
         async def write_lines() -> None:
             to, to_pipe, handing = sink, _nonblocking(_pipe_fd(sink)), front
+            relayed = 0  # lines written for the front to relay
 
             async def put(data: bytes) -> None:
                 if to_pipe is not None:
@@ -460,7 +480,7 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
 
             try:
                 async with lines_out:
-                    async for data in lines_out:
+                    async for data, marks in lines_out:
                         if handing is not None and handing.output_free():
                             await put(fastfront.HANDOVER_MARK)  # the front passes on what came before it, then stops
                             await anyio.to_thread.run_sync(handing.wait_drained)
@@ -468,7 +488,12 @@ async def stdio_server(stdin: BinaryIO | None = None, stdout: BinaryIO | None = 
                                 _nonblocking(to_pipe, False)
                                 to, to_pipe = handing.wire_out, _nonblocking(_pipe_fd(handing.wire_out))
                             handing = None
-                        await put(data)
+                        await put(data)  # raises when the client is gone: the marks of an answer not written are dropped
+                        relayed += handing is not None
+                        if marks and handing is not None:
+                            tg.start_soon(apply_once_passed, marks, relayed)
+                        elif marks:
+                            apply(marks)
             finally:
                 _nonblocking(to_pipe, False)  # whoever writes to it next expects a blocking pipe
 

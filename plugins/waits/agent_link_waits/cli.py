@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
-from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, READER_FROM, Command, argument, as_read, command, echo,
+from agent_link_core.cli_run import (ENVELOPE, JSON, NDJSON, READER_FROM, Command, argument, command, echo,
                                      emit, get_app, not_marked, option, print_messages, show_then_mark, usage_error, who_am_i)
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.reading import as_read
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover

@@ -12,6 +12,7 @@ a reply quicker than the wait's start is held too.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import time
@@ -269,14 +270,22 @@ class Waits:
     def _take_reply(self, caller: Caller, reply_id: str, mark: bool = True) -> dict[str, Any]:
         """A reply a wait returns, marked delivered unless ``mark`` is False (then :meth:`mark_taken` does it) or the client that
         asked is gone (:func:`~agent_link_core.tools.registry.client_gone`: it stays undelivered)."""
-        from agent_link_core.tools.registry import client_gone
+        from agent_link_core.tools.registry import AFTER_WRITE, client_gone
         row = self.mailbox.stored(reply_id)
         shown = row["delivered_via"] if row["first_delivered_at"] is not None and row["delivered_via"] not in (None, "wait") else None
         if shown is None and self.mailbox.push_outcome(reply_id) == "accepted":
             shown = "accepted push"  # the host took a push and shows it in its own time: it is on its way
-        if shown is None and mark and not client_gone() and self.mark_taken(caller, reply_id):
+        later, as_marked = AFTER_WRITE.get(), False
+        if shown is None and mark and not client_gone() and later is not None:  # the transport writes the answer: marked once written
+            later.append(functools.partial(self.mark_taken, caller, reply_id))
+            as_marked = caller.known and row["recipient"] == caller.address and row["delivered_at"] is None
+        elif shown is None and mark and not client_gone() and self.mark_taken(caller, reply_id):
             row = self.mailbox.stored(reply_id)
         view = self.mailbox.to_view(row)
+        if as_marked:
+            from agent_link_core.reading import as_read
+
+            view = as_read(self.app, {"messages": [view]}, [reply_id])["messages"][0]
         if shown is not None and caller.known and row["recipient"] == caller.address:
             # it already reached the caller another way (a push, an inbox read): said, not repeated
             view["alreadyDelivered"] = {"via": shown, "note": f"This message already reached you ({shown}); it is not repeated here."}
