@@ -131,17 +131,17 @@ def write_json_object(path: str, data: dict[str, Any]) -> None:
 
     :raises OSError: when it cannot be written; ``AgentLinkError`` (``state_io_error``) when its folder cannot be created.
     """
-    import contextlib
-    import json
-
+    text = dumps(data)  # the C encoder: a first run (the entry-point cache) imports neither json nor re
     ensure_private_dir(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
+            fh.write(text)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
