@@ -344,4 +344,6 @@ def _said(exc: BaseException) -> str:
         return "stdin is not the host's hook JSON (not UTF-8 text)"
     if isinstance(exc, AgentLinkError):
         return f"{exc.message.rstrip('.')} ({exc.hint.rstrip('.')})" if exc.hint else exc.message.rstrip(".")
+    if isinstance(exc, KeyboardInterrupt):  # worded as entry.main words one that came before the hook ran
+        return "stopped by Ctrl-C"
     return f"an unexpected fault ({type(exc).__name__}: {exc})"
