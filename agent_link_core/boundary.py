@@ -562,21 +562,35 @@ def stepped(awaitable: Awaitable[Any], budget_s: float, pending: Any = _STARTED,
     coro = awaitable.__await__()
     value: Any = None
     error: BaseException | None = None
-    while True:
-        if pending is not _STARTED:
+    try:
+        while True:
+            if pending is not _STARTED:
+                try:
+                    value, error = (yield pending), None
+                except BaseException as exc:  # thrown in by the event loop (a cancellation): passed on
+                    value, error = None, exc
+            frame = _arm(budget_s)
+            out, sys.stdout = sys.stdout, sys.stderr if divert else sys.stdout
             try:
-                value, error = (yield pending), None
-            except BaseException as exc:  # thrown in by the event loop (a cancellation): passed on
-                value, error = None, exc
+                pending = coro.send(value) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                _disarm(frame)
+                sys.stdout = out if out is not sys.stderr else sys.stdout
+    except BaseException:
+        # A Ctrl-C between two steps left the coroutine suspended: it cleans up now, while what it uses is open, not
+        # when collected at exit. (One that ended is not closed again; a failing cleanup leaves the Ctrl-C standing.)
         frame = _arm(budget_s)
         out, sys.stdout = sys.stdout, sys.stderr if divert else sys.stdout
         try:
-            pending = coro.send(value) if error is None else coro.throw(error)
-        except StopIteration as stop:
-            return stop.value
+            getattr(coro, "close", lambda: None)()
+        except Exception:
+            pass
         finally:
             _disarm(frame)
             sys.stdout = out if out is not sys.stderr else sys.stdout
+        raise
 
 
 def run_inline(coro: Coroutine[Any, Any, T]) -> T:

@@ -4,6 +4,7 @@ when it suspends after all."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -97,3 +98,36 @@ def test_a_send_stepped_inline_awaits_a_plugins_awaitable_answer_on_a_loop_of_it
         assert (result.outcome, result.to) == ("queued", "desk:clerk")
     finally:
         app.close()
+
+
+def test_a_ctrl_c_between_two_steps_lets_the_plugins_coroutine_clean_up_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that lands in the boundary's own code between two steps of a plugin's coroutine (not inside it)
+    closes that coroutine before the Ctrl-C goes on: its ``finally`` runs while the store it uses is still open,
+    not when the interpreter collects it at exit (which once read a closed database and printed a traceback)."""
+    from agent_link_core import boundary
+
+    cleaned: list[str] = []
+
+    async def plugin_wait() -> None:
+        try:
+            await asyncio.sleep(0.001)
+            await asyncio.sleep(0.001)
+        finally:
+            cleaned.append("cleaned")
+
+    real_arm, arms = boundary._arm, [0]
+
+    def arm_then_ctrl_c(budget_s: float) -> Any:
+        arms[0] += 1
+        if arms[0] == 2:  # the second step: the coroutine is suspended in its first sleep
+            raise KeyboardInterrupt
+        return real_arm(budget_s)
+
+    monkeypatch.setattr(boundary, "_arm", arm_then_ctrl_c)
+
+    async def main() -> None:
+        await boundary.stepped(plugin_wait(), 0)
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(main())
+    assert cleaned == ["cleaned"]

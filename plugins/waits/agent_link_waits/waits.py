@@ -168,8 +168,6 @@ class Waits:
         taken: str | None = None
         push_left = caller.known
         # Armed before the first check: a later commit wakes the wait at once (an earlier one, the check sees); poll_ms is the fallback.
-        import asyncio
-
         wakeup = Wakeup(self.store.path)
         try:
             while True:
@@ -190,8 +188,9 @@ class Waits:
                 if progress is not None:
                     sleep_ms = min(sleep_ms, max(next_progress - waited, 1))
                 await wakeup.wait(sleep_ms / 1000)
-        except asyncio.CancelledError:
-            push_left = False  # cancelled: what it held stays queued for the next read, push or reminder
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # cancelled, a Ctrl-C, closed: what it held stays queued for the next read, push or reminder
+                push_left = False
             raise
         finally:
             wakeup.close()

@@ -263,3 +263,23 @@ def test_a_wait_of_a_zombie_or_an_ended_process_holds_nothing(monkeypatch: pytes
 
     monkeypatch.setattr(psutil, "Process", denied)
     assert waits._live(noted)
+
+
+@pytest.mark.parametrize("ending", ["ctrl-c", "closed"])
+async def test_a_wait_stopped_by_a_ctrl_c_or_closed_pushes_nothing(apps: Any, plugin: Plugin, ending: str) -> None:
+    """A wait that a Ctrl-C stops, or that is closed unfinished, ends as a cancelled one does: what it held stays
+    queued for the next read, push or reminder (pushing then would act for a caller who has gone, and a
+    coroutine closed at exit would push through a closed store)."""
+    waiter, sender = apps
+    coro = waits_of(waiter).wait(caller=ALICE, agent="team:carol", timeout_ms=20_000, poll_ms=1000)
+    coro.send(None)  # begun: the wait is registered and suspended in its first sleep
+    held = await sender.send(caller=CAROL, to="stub:alice", body="held for the wait")
+    assert held.delivery is not None and held.delivery.state == "held_for_wait"
+    if ending == "ctrl-c":
+        with pytest.raises(KeyboardInterrupt):
+            coro.throw(KeyboardInterrupt())
+    else:
+        coro.close()
+    assert plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == []  # type: ignore[attr-defined]
+    assert waiter.mailbox.stored(held.message["id"])["delivered_via"] is None
+    assert waiter.store.conn.execute("SELECT COUNT(*) FROM active_waits").fetchone()[0] == 0
