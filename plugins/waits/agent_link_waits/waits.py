@@ -316,9 +316,10 @@ def begin(store: Store, address: str, key: str, lapse_ms: int = MAX_WAIT_MS) -> 
     """Note a wait of ``address`` for ``key`` (``reply:<id>`` or ``from:<address>``) in this process, which every process
     counts as running for ``lapse_ms`` (ms; the row is dated that much before :data:`MAX_WAIT_MS` ends, until :func:`renew`);
     rows of the same address left by dead processes go. Returns the row id for :func:`end`, or None when the database refused
-    the write (the wait runs anyway; pushes elsewhere will not know of it)."""
+    the write (the wait runs anyway; pushes elsewhere will not know of it). It waits out another process's write (a reply
+    being stored): a note refused then let that reply be pushed as well as returned by the wait."""
     try:
-        with store.write(wait=False) as conn:
+        with store.write() as conn:
             for row in conn.execute("SELECT id, pid, started_at FROM active_waits WHERE address = ?", (address,)).fetchall():
                 if not _live(row):
                     conn.execute("DELETE FROM active_waits WHERE id = ?", (row["id"],))

@@ -283,3 +283,25 @@ async def test_a_wait_stopped_by_a_ctrl_c_or_closed_pushes_nothing(apps: Any, pl
     assert plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == []  # type: ignore[attr-defined]
     assert waiter.mailbox.stored(held.message["id"])["delivered_via"] is None
     assert waiter.store.conn.execute("SELECT COUNT(*) FROM active_waits").fetchone()[0] == 0
+
+
+def test_a_wait_is_noted_while_another_process_writes(apps: Any) -> None:
+    """The note of a wait (or of a ``waitForReply`` send) waits out another process's write, as storing the reply it
+    waits for is: a note refused at once under that contention let the reply be pushed into the session as well as
+    returned by the wait (seen in CI with a real Codex app-server on a loaded machine)."""
+    import sqlite3
+    import threading
+
+    from agent_link_waits.waits import live_keys
+
+    waiter, _ = apps
+    other = sqlite3.connect(waiter.store.path, isolation_level=None, check_same_thread=False)  # another process's write
+    other.execute("BEGIN IMMEDIATE")
+    later = threading.Timer(0.3, other.execute, ("COMMIT",))
+    later.start()
+    try:
+        waits_of(waiter).hold("stub:alice", "01M946W8EZCNHJWE2ZAZZ3MFZM")
+    finally:
+        later.join()
+        other.close()
+    assert live_keys(waiter.store, "stub:alice") == {"reply:01M946W8EZCNHJWE2ZAZZ3MFZM"}
