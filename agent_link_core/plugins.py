@@ -576,6 +576,14 @@ class Hooks:
         """The first plugin's addresses closest to ``query`` (at most three), or none."""
         return list(self.call("agent_link_suggest_addresses", query=query) or [])[:3]
 
+    def host_arguments(self, address: str, tool: str = "message_agent") -> set[str]:
+        """The arguments of core tool ``tool`` that the plugin which registered the harness of ``address`` (``scheme:id``)
+        adds (``agent_link_extend_tools``): a host plugin refusing its own send options for another host's session
+        (``agent_link_tool_send``) lets through those this session's host adds too."""
+        owner = self.owner("harness", address.partition(":")[0])
+        _, call = self._run("agent_link_extend_tools")
+        return {name for plugin, answer in call.answers if plugin == owner for name in answer.get(tool, {}).get("input", {})}
+
     def server_tasks(self) -> list[tuple[str, Any]]:
         """``[(plugin name, coroutine function)]`` an MCP server runs in the background."""
         _, call = self._run("agent_link_server_tasks")

@@ -202,15 +202,19 @@ sys.stderr.write("LOADED=" + ",".join(m for m in ("json", "re") if m in sys.modu
 @pytest.mark.installed_plugins
 def test_an_empty_inbox_read_imports_neither_json_nor_re(tmp_path: Path) -> None:
     """Nothing to print and nothing to mark: the read decodes no JSON (the mailbox's reads use json_files.loads) and
-    checks the plugins' settings and harness names with string operations, so json, re and enum stay out."""
+    checks the plugins' settings and harness names with string operations, so json, re and enum stay out. Also the
+    first run in a new state dir, which imports the entry modules of the plugins with migrations (roles, machines)."""
     env = {k: v for k, v in os.environ.items() if k != "AGENT_LINK_LOAD_PLUGINS"}
     env["AGENT_LINK_ADDRESS"] = "test:nobody"
     probe = tmp_path / "probe.py"
     probe.write_text(PLAIN_PROBE)
-    for _ in range(2):  # the first run of a new search path fills the entry-point cache
-        done = subprocess.run([sys.executable, str(probe), "inbox"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    # the first run of a new search path fills the entry-point cache and creates the state dir; the third is the first
+    # in another new state dir, with the cache filled
+    for state in (env["AGENT_LINK_STATE_DIR"], env["AGENT_LINK_STATE_DIR"], str(tmp_path / "new-state")):
+        done = subprocess.run([sys.executable, str(probe), "inbox"], env={**env, "AGENT_LINK_STATE_DIR": state}, capture_output=True,
+                              text=True, timeout=120, check=False)
         assert done.returncode == 0, done.stderr
-    assert done.stderr.rsplit("LOADED=", 1)[1] == ""
+        assert done.stderr.rsplit("LOADED=", 1)[1] == "", state
 
 
 @pytest.mark.installed_plugins

@@ -50,7 +50,6 @@ class Hosts:
     @hookimpl
     def agent_link_register_harnesses(self, register: Any) -> None:
         register(self.stepper)
-        register(Plain())
 
     @hookimpl
     def agent_link_extend_tools(self) -> dict[str, Any]:
@@ -59,13 +58,22 @@ class Hosts:
                                   "output": {"stepId": {"type": "string"}}}}
 
     @hookimpl(tryfirst=True)
-    def agent_link_tool_send(self, arguments: dict[str, Any], recipient: str) -> None:
-        if recipient.startswith("stepper:"):
+    def agent_link_tool_send(self, arguments: dict[str, Any], recipient: str, app: App) -> None:
+        if recipient.startswith("stepper:") or not {"gear", "pace"} & set(arguments):
             return
-        if "gear" in arguments:
+        theirs = app.hooks.host_arguments(recipient)  # what the recipient's own host adds is its to take
+        if "gear" in arguments and "gear" not in theirs:
             raise AgentLinkError("unsupported", f"{recipient} cannot take gear changes.", {"capability": "gear_changes", "arguments": ["gear"]})
-        if "pace" in arguments:
+        if "pace" in arguments and "pace" not in theirs:
             raise invalid_arguments([{"path": "pace", "rule": "unsupported_for_target", "expected": "omit it for this target"}])
+
+
+class Plains:
+    """The plain host's plugin: it adds no send option."""
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(Plain())
 
 
 @pytest.fixture
@@ -75,7 +83,7 @@ def hosts() -> Hosts:
 
 @pytest.fixture
 def app(hosts: Hosts) -> App:
-    application = App.create(extra_plugins=(("hosts", hosts),))
+    application = App.create(extra_plugins=(("hosts", hosts), ("plains", Plains())))
     yield application
     application.close()
 
@@ -125,6 +133,53 @@ async def test_a_forwarded_argument_no_loaded_plugin_adds_is_refused_before_stor
     assert refused.value.code == "unsupported" and refused.value.details == {"arguments": ["waitForReply"]}
     assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
     assert (await message_agent(app, {"to": "plain:bob", "message": "hi", "waitForReply": False}, call))["to"] == "plain:bob"
+
+
+class Walker(Stepper):
+    name = "walker"
+
+    async def get_session(self, session_id: str) -> Session | None:
+        return Session(f"walker:{session_id}", "walker", session_id)
+
+
+class Walkers:
+    """A second host's plugin that adds a send option of the same name (``pace``) and refuses it, as the stepper's
+    plugin does, for sessions of hosts that do not add it themselves."""
+
+    def __init__(self) -> None:
+        self.walker = Walker()
+
+    @hookimpl
+    def agent_link_register_harnesses(self, register: Any) -> None:
+        register(self.walker)
+
+    @hookimpl
+    def agent_link_extend_tools(self) -> dict[str, Any]:
+        return {"message_agent": {"input": {"pace": {"type": "string", "enum": ["slow", "fast"], "description": "How to walk."}}}}
+
+    @hookimpl(tryfirst=True)
+    def agent_link_tool_send(self, arguments: dict[str, Any], recipient: str, app: App) -> None:
+        if "pace" in arguments and not recipient.startswith("walker:") and "pace" not in app.hooks.host_arguments(recipient):
+            raise invalid_arguments([{"path": "pace", "rule": "unsupported_for_target", "expected": "omit it for this target"}])
+
+
+@pytest.mark.anyio
+async def test_two_hosts_adding_one_option_each_take_it_for_their_own_sessions(hosts: Hosts) -> None:
+    """Two host plugins that add a send option of one name: neither refuses it for the other's sessions; a host that
+    adds none still has it refused, with nothing stored."""
+    walkers = Walkers()
+    app = App.create(extra_plugins=(("hosts", hosts), ("plains", Plains()), ("walkers", walkers)))
+    try:
+        assert (await send(app, to="walker:w1", pace="slow"))["ok"] and walkers.walker.options == [{"pace": "slow"}]
+        assert (await send(app, to="stepper:s1", pace="fast"))["ok"] and hosts.stepper.options == [{"pace": "fast"}]
+        assert app.hooks.host_arguments("walker:w1") == {"pace"} and app.hooks.host_arguments("plain:bob") == set()
+        out = await send(app, to="walker:w1", gear="3")  # the stepper's own option stays its own
+        assert out["error"]["details"] == {"capability": "gear_changes", "arguments": ["gear"]}
+        out = await send(app, to="plain:bob", pace="slow")
+        assert out["error"]["details"]["errors"] == [{"path": "pace", "rule": "unsupported_for_target", "expected": "omit it for this target"}]
+        assert app.store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 2
+    finally:
+        app.close()
 
 
 def test_a_plugin_extends_a_core_tool_and_a_bad_extension_is_refused() -> None:

@@ -56,6 +56,14 @@ STUB_MODEL = "mock-model"
 STUB_KEY_ENV = "MOCK_API_KEY"
 
 
+def host_env(state_dir: Path) -> dict[str, str]:
+    """What a test's app-server (and so its hooks) gets (``CodexAppServer(env=...)``): the test's state dir, and the
+    venv's ``agent-link`` first on ``PATH``."""
+    import sys
+
+    return {"AGENT_LINK_STATE_DIR": str(state_dir), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
 class CodexHostError(RuntimeError):
     """The real Codex host is missing, the wrong version, or failed to start."""
 

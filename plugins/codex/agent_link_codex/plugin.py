@@ -108,12 +108,12 @@ def agent_link_extend_tools() -> dict[str, dict[str, Any]]:
 
 
 @hookimpl(tryfirst=True)  # before a plugin that takes the send (waitForReply) and would skip this check
-def agent_link_tool_send(arguments: dict[str, Any], recipient: str) -> None:
-    """Codex send options aimed at a session that is no Codex thread are refused before anything is
-    stored (:func:`agent_link_codex.send_options.check_target`); the send itself is left to others."""
+def agent_link_tool_send(arguments: dict[str, Any], recipient: str, app: App) -> None:
+    """Codex send options aimed at a session that is no Codex thread are refused before anything is stored, but for
+    those its host's plugin adds too (:func:`agent_link_codex.send_options.check_target`); the send itself is left to others."""
     from agent_link_codex.send_options import check_target
 
-    check_target(arguments, recipient)
+    check_target(arguments, recipient, app)
 
 
 SWITCH_NOTE = "codexSwitchEvents"

@@ -14,6 +14,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from agent_link_core.app import App
+
 #: the message_agent arguments a Codex thread understands
 SEND_OPTIONS: dict[str, dict[str, Any]] = {
     "mode": {"type": "string", "enum": ["auto", "start_turn", "steer_active"],
@@ -45,16 +47,19 @@ HEALTH_OPTIONS: dict[str, dict[str, Any]] = {"startAppServer": {"type": "boolean
 EXTENSIONS = {"message_agent": {"input": SEND_OPTIONS, "output": SEND_RESULT_FIELDS}, "agent_link_health": {"input": HEALTH_OPTIONS}}
 
 
-def check_target(arguments: dict[str, Any], recipient: str) -> None:
-    """``agent_link_tool_send``: refuse the :data:`SEND_OPTIONS` given for a session that is no Codex thread.
+def check_target(arguments: dict[str, Any], recipient: str, app: App) -> None:
+    """``agent_link_tool_send``: refuse the :data:`SEND_OPTIONS` given for a session that is no Codex thread, but for
+    those its own host's plugin adds too (:meth:`~agent_link_core.plugins.Hooks.host_arguments`).
 
     :raises AgentLinkError: ``unsupported`` (``details.capability`` ``turn_overrides``) for the turn overrides
         (:data:`SETTINGS`), else ``invalid_arguments`` (rule ``unsupported_for_target``).
     """
-    if recipient.startswith("codex:"):
+    given = [k for k in SEND_OPTIONS if k in arguments]
+    if recipient.startswith("codex:") or not given:
         return
-    if lacking := [k for k in SETTINGS if k in arguments]:
+    theirs = app.hooks.host_arguments(recipient)
+    if lacking := [k for k in SETTINGS if k in given and k not in theirs]:
         raise AgentLinkError("unsupported", f"{recipient} cannot take {', '.join(lacking)} changes.",
                              {"capability": "turn_overrides", "arguments": lacking}, hint=f"Send without {', '.join(lacking)}.")
-    if others := [k for k in SEND_OPTIONS if k in arguments]:
+    if others := [k for k in given if k not in theirs]:
         raise invalid_arguments([{"path": k, "rule": "unsupported_for_target", "expected": "omit it for this target"} for k in others])

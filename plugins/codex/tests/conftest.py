@@ -1,5 +1,9 @@
 """Fixtures for the codex plugin's tests (async tests run on anyio's pytest plugin, asyncio backend).
 
+The real-host tests share ``stub`` (a :class:`~agent_link_testing.responses_stub.ResponsesStub` with its default
+answers) and ``host`` (a real Codex app-server on it, :func:`~agent_link_testing.codex_host.host_env`); a file whose
+model answers otherwise defines its own ``stub``.
+
 Besides the backend this offers two small helpers that need no real Codex:
 
 * :func:`write_rollout` (fixture ``make_rollout``) writes a rollout transcript in the Codex 0.169.0 layout
@@ -14,7 +18,7 @@ import asyncio
 import json
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +26,28 @@ import pytest
 from websockets.asyncio.server import ServerConnection, unix_serve
 from websockets.exceptions import ConnectionClosed
 
+from agent_link_testing.codex_host import CodexAppServer, host_env
+from agent_link_testing.responses_stub import ResponsesStub
+
 
 @pytest.fixture
 def anyio_backend() -> str:
     """Run ``@pytest.mark.anyio`` tests on asyncio (the app-server client is asyncio-based)."""
     return "asyncio"
+
+
+@pytest.fixture
+def stub() -> Iterator[ResponsesStub]:
+    """The stub model server (Responses API), answering with its default reply."""
+    with ResponsesStub() as server:
+        yield server
+
+
+@pytest.fixture
+def host(stub: ResponsesStub, tmp_path: Path, isolated_env: Path) -> Iterator[CodexAppServer]:
+    """A real Codex app-server on :func:`stub`, under ``tmp_path/codex``, its hooks using the test's state dir."""
+    with CodexAppServer(stub.base_url, root=tmp_path / "codex", env=host_env(isolated_env)) as server:
+        yield server
 
 
 def write_rollout(

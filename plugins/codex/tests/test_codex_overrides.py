@@ -284,6 +284,53 @@ async def test_codex_send_options_are_refused_for_another_hosts_session(make_app
         await app.aclose()
 
 
+async def test_a_host_adding_a_codex_option_name_itself_takes_it_for_its_sessions(make_app: Any, thread: Thread) -> None:
+    """Another host's plugin adding send options of the Codex names (``mode``, ``model``) gets them for its own
+    sessions; the codex plugin still refuses them for a host that adds none (``team``)."""
+    from agent_link_core.harness import Delivery, Harness
+    from agent_link_core.model import Session
+    from agent_link_core.tools.registry import run_tool
+
+    class Other(Harness):
+        name = "other"
+
+        def __init__(self) -> None:
+            self.options: list[dict[str, Any]] = []
+
+        async def get_session(self, session_id: str) -> Session | None:
+            return Session(f"other:{session_id}", "other", session_id)
+
+        async def deliver(self, message: dict[str, Any], envelope: str, options: Any) -> Delivery:
+            self.options.append(dict(options))
+            return Delivery(delivered=True, via="other")
+
+    class OtherHost:
+        harness = Other()
+
+        @hookimpl
+        def agent_link_register_harnesses(self, register: Any) -> None:
+            register(self.harness)
+
+        @hookimpl
+        def agent_link_extend_tools(self) -> dict[str, Any]:
+            return {"message_agent": {"input": {"mode": {"type": "string"}, "model": {"type": "string"}}}}
+
+    host = OtherHost()
+    app = make_app(("otherhost", host))
+    try:
+        tools = app.hooks.tools()
+        out = await run_tool(app, tools["message_agent"], {"to": "other:o1", "message": "m", "mode": "auto", "model": "m2"}, {})
+        assert out.get("ok"), out
+        assert host.harness.options == [{"mode": "auto", "model": "m2"}]
+        out = await run_tool(app, tools["message_agent"], {"to": "other:o1", "message": "m", "effort": "low", "cwd": "/w"}, {})
+        assert out["error"]["details"] == {"capability": "turn_overrides", "arguments": ["effort", "cwd"]}
+        out = await run_tool(app, tools["message_agent"], {"to": "team:bob", "message": "m", "mode": "auto", "model": "m2"}, {})
+        assert out["error"]["details"] == {"capability": "turn_overrides", "arguments": ["model"]}
+        assert stored(app) == 1
+    finally:
+        await app.aclose()
+
+
 async def test_get_codex_thread_receipts_with_and_without_the_receipts_plugin(make_app: Any, thread: Thread) -> None:
     app = make_app(disabled="claude roles receipts")
     try:

@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,12 +32,6 @@ WAIT_MS = 60_000
 ALICE = Caller("test:alice", "config", "test")
 AGENT_LINK = str(Path(sys.executable).parent / "agent-link")
 TOOL_SECONDS = 25  # well beyond the 10 s agent-link waits for an echo
-
-
-@pytest.fixture
-def stub() -> Iterator[ResponsesStub]:
-    with ResponsesStub() as server:
-        yield server
 
 
 def agent_link(*args: str) -> subprocess.CompletedProcess[str]:

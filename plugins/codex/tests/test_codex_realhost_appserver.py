@@ -28,7 +28,7 @@ import signal
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +50,6 @@ WAIT_S = WAIT_MS / 1000
 
 def text_input(value: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": value, "text_elements": []}]
-
-
-@pytest.fixture
-def stub() -> Iterator[ResponsesStub]:
-    with ResponsesStub() as server:
-        yield server
-
-
-@pytest.fixture
-def host(stub: ResponsesStub, tmp_path: Path) -> Iterator[CodexAppServer]:
-    with CodexAppServer(stub.base_url, root=tmp_path / "codex") as server:
-        yield server
 
 
 @pytest.fixture

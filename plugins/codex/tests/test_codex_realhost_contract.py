@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,12 +20,6 @@ pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(180)]
 WAIT_S = 30.0
 
 
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[tuple[ResponsesStub, CodexAppServer]]:
-    with ResponsesStub() as stub, CodexAppServer(stub.base_url, root=tmp_path / "codex") as server:
-        yield stub, server
-
-
 def reported_version() -> str:
     """What the pinned Codex says it is (tests never hard-code a host version)."""
     out = subprocess.run([str(codex_binary()), "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
@@ -36,8 +28,8 @@ def reported_version() -> str:
     return found.group(0)
 
 
-async def test_launch_send_wait_archive_receipts_and_health(host: tuple[ResponsesStub, CodexAppServer]) -> None:
-    stub, server = host
+async def test_launch_send_wait_archive_receipts_and_health(stub: ResponsesStub, host: CodexAppServer) -> None:
+    server = host
     env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_SOCK": str(server.socket_path), "CODEX_HOME": str(server.codex_home),
            "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_CODEX_BIN": str(codex_binary()),
            "AGENT_LINK_DISABLE_PLUGINS": "claude projects approvals forks"}

@@ -19,9 +19,7 @@ Facts observed here beyond docs/hosts/codex.md:
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,7 @@ from agent_link_core.mailbox import new_message_id
 from agent_link_core.records import OutgoingMessage
 from agent_link_core.model import Caller
 from agent_link_core.tools.registry import ToolCall
-from agent_link_testing.codex_host import CodexAppServer
+from agent_link_testing.codex_host import CodexAppServer, host_env
 from agent_link_testing.host_process import freeze
 from agent_link_testing.responses_stub import ResponsesStub, text
 
@@ -47,23 +45,6 @@ ALICE = Caller("test:alice", "config", "test")
 
 def text_input(value: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": value, "text_elements": []}]
-
-
-@pytest.fixture
-def stub() -> Iterator[ResponsesStub]:
-    with ResponsesStub() as server:
-        yield server
-
-
-def host_env(state_dir: Path) -> dict[str, str]:
-    """What the app-server (and so its hooks) gets: our state dir, the venv's agent-link."""
-    return {"AGENT_LINK_STATE_DIR": str(state_dir), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-
-
-@pytest.fixture
-def host(stub: ResponsesStub, tmp_path: Path, isolated_env: Path) -> Iterator[CodexAppServer]:
-    with CodexAppServer(stub.base_url, root=tmp_path / "codex", env=host_env(isolated_env)) as server:
-        yield server
 
 
 def use_endpoint(monkeypatch: pytest.MonkeyPatch, host: CodexAppServer) -> None:

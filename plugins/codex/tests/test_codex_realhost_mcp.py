@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +48,6 @@ OTHER_PLUGINS = "claude roles receipts"
 
 def text_input(value: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": value, "text_elements": []}]
-
-
-@pytest.fixture
-def stub() -> Iterator[ResponsesStub]:
-    with ResponsesStub() as server:
-        yield server
 
 
 async def test_codex_thread_replies_through_agent_link_tools(stub: ResponsesStub, tmp_path: Path, isolated_env: Path,

@@ -4,8 +4,7 @@ stub records (``model``, ``reasoning.effort``); a refused one stores nothing and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -40,18 +39,6 @@ class AllowModelFor:
             return {"allowed": True, "grantedBy": {"rule": "policy", "policyKey": target, "entry": self.sender}}
         return {"allowed": False, "reason": {"model": "model_switch_requires_fork_or_opt_in", "effort": "effort_not_permitted",
                                              "cwd": "cwd_change_not_permitted"}[setting], "message": "not for you"}
-
-
-@pytest.fixture
-def stub() -> Iterator[ResponsesStub]:
-    with ResponsesStub() as server:
-        yield server
-
-
-@pytest.fixture
-def host(stub: ResponsesStub, tmp_path: Path, isolated_env: Path) -> Iterator[CodexAppServer]:
-    with CodexAppServer(stub.base_url, root=tmp_path / "codex", env={"AGENT_LINK_STATE_DIR": str(isolated_env)}) as server:
-        yield server
 
 
 @pytest.fixture

@@ -12,11 +12,8 @@ core's ``AGENT_LINK_REMINDER_INTERVAL_MS``, at least 30 s) so the first reminder
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -38,19 +35,6 @@ WAIT_MS = 15_000
 WAIT_S = WAIT_MS / 1000
 SWEEP_S = 0.2
 ALICE = Caller("test:alice", "config", "test")
-
-
-@pytest.fixture
-def stub() -> Iterator[ResponsesStub]:
-    with ResponsesStub() as server:
-        yield server
-
-
-@pytest.fixture
-def host(stub: ResponsesStub, tmp_path: Path, isolated_env: Path) -> Iterator[CodexAppServer]:
-    env = {"AGENT_LINK_STATE_DIR": str(isolated_env), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    with CodexAppServer(stub.base_url, root=tmp_path / "codex", env=env) as server:
-        yield server
 
 
 @asynccontextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,14 +19,8 @@ pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(120)]
 WAIT_S = 15.0
 
 
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[tuple[ResponsesStub, CodexAppServer]]:
-    with ResponsesStub() as stub, CodexAppServer(stub.base_url, root=tmp_path / "codex") as server:
-        yield stub, server
-
-
-async def test_thread_tools_against_the_real_app_server(host: tuple[ResponsesStub, CodexAppServer]) -> None:
-    stub, server = host
+async def test_thread_tools_against_the_real_app_server(stub: ResponsesStub, host: CodexAppServer) -> None:
+    server = host
     env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_SOCK": str(server.socket_path), "CODEX_HOME": str(server.codex_home),
            "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts"}
     async with agent_link_mcp(env) as client:
@@ -107,10 +101,10 @@ async def test_thread_tools_against_the_real_app_server(host: tuple[ResponsesStu
         assert [c["source"] for c in codex["connections"]] == ["env-sock"] and codex["promptHook"]["trust"] == "not_installed"
 
 
-async def test_wait_for_codex_thread_sees_the_turn_run_and_end(host: tuple[ResponsesStub, CodexAppServer]) -> None:
+async def test_wait_for_codex_thread_sees_the_turn_run_and_end(stub: ResponsesStub, host: CodexAppServer) -> None:
     """A turn held open at the stub model: the wait sees it running (waitState), then ends with
     turn_completed once the model answers, and returns the thread with its newest items."""
-    stub, server = host
+    server = host
     env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_SOCK": str(server.socket_path), "CODEX_HOME": str(server.codex_home),
            "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts", "AGENT_LINK_WAIT_PROGRESS_MS": "1000"}
     async with agent_link_mcp(env) as client:
@@ -181,11 +175,11 @@ async def test_loaded_threads_list_a_spawned_sub_agent_under_its_parent(tmp_path
 
 
 async def test_a_search_is_supplemented_from_transcripts_the_app_server_does_not_find(
-        host: tuple[ResponsesStub, CodexAppServer], make_rollout: Callable[..., Path]) -> None:
+        stub: ResponsesStub, host: CodexAppServer, make_rollout: Callable[..., Path]) -> None:
     """Codex's own search (thread/list searchTerm, Codex 0.171.0) does not find a thread known
     only from its transcript file, although a plain listing shows it: list_codex_threads adds
     such transcript matches and says so."""
-    stub, server = host
+    server = host
     old = "01a22a93-0000-7000-8000-0000000000c1"
     env = {"AGENT_LINK_ADDRESS": "test:alice", "AGENT_LINK_CODEX_SOCK": str(server.socket_path), "CODEX_HOME": str(server.codex_home),
            "AGENT_LINK_CODEX_AUTOSTART": "0", "AGENT_LINK_DISABLE_PLUGINS": "claude roles receipts"}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,12 +27,6 @@ pytestmark = [pytest.mark.realhost, pytest.mark.anyio, pytest.mark.timeout(240)]
 WAIT_MS = 60_000
 ALICE = Caller("test:alice", "config", "test")
 OTHER_PLUGINS = "claude roles receipts"
-
-
-@pytest.fixture
-def stub() -> Iterator[ResponsesStub]:
-    with ResponsesStub() as server:
-        yield server
 
 
 async def question_from(app: App, sender: str) -> str:

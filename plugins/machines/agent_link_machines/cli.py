@@ -120,11 +120,11 @@ def release_(ctx: click.Context, name: str, force: bool) -> None:
     Refused (exit 1) while NAME's machine looks alive, unless --force: two machines of one
     name would share its mail. A relay still running under NAME claims it again at its next
     heartbeat, and stops if another machine took it meanwhile."""
-    from agent_link_machines.common import MACHINE_RE
+    from agent_link_machines.common import is_machine_name
     from agent_link_machines.relay import MachinesError
     from agent_link_machines.release import release
 
-    if not MACHINE_RE.fullmatch(name):
+    if not is_machine_name(name):
         _die(f"{name!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -).", 2)
     try:
         removed = asyncio.run(release(get_app(ctx), name, force=force))

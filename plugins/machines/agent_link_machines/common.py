@@ -21,9 +21,7 @@ Files (written only by the relay, ``agent-link machines run``; read by every pro
 from __future__ import annotations
 
 import functools
-import json
 import os
-import re
 
 from agent_link_core.config import Setting
 from agent_link_core.json_files import read_json_object
@@ -55,8 +53,14 @@ SETTINGS = (
             doc="MCP servers start this machine's relay when none runs (off: run `agent-link machines run` yourself)"),
 )
 
-#: a machine name: a NATS subject token and a KV key part
-MACHINE_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")  # use fullmatch: "$" would let a final newline through
+#: the characters of a machine name: a NATS subject token and a KV key part
+MACHINE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def is_machine_name(name: object) -> bool:
+    """Whether ``name`` is a machine name: a str of 1-64 of ``A-Z a-z 0-9 _ -`` (checked without :mod:`re`: a first
+    command in a new state dir imports this module for the plugin's migrations)."""
+    return isinstance(name, str) and 0 < len(name) <= 64 and set(name) <= MACHINE_CHARS
 
 # JetStream names (docs: README.md "How it is stored")
 STREAM = "AGENT_LINK_MAIL"
@@ -113,13 +117,13 @@ def _checked_name(explicit: str | None) -> str:
     """:func:`machine_name` of one ``AGENT_LINK_MACHINE`` value (None: the host name), kept:
     every send of a process with the engine configured asks it up to three times."""
     if explicit:
-        if not MACHINE_RE.fullmatch(explicit):
+        if not is_machine_name(explicit):
             raise ValueError(f"{MACHINE_SETTING}={explicit!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -)")
         return str(explicit)
     import socket  # every process loads this module; only a machine's name needs it
 
     host = socket.gethostname().split(".", 1)[0] or "machine"
-    return re.sub(r"[^A-Za-z0-9_-]", "-", host)[:64]
+    return "".join(c if c in MACHINE_CHARS else "-" for c in host)[:64]
 
 
 def plugin_dir(config: Any) -> Path:
@@ -143,14 +147,15 @@ def heartbeat_ms(config: Any) -> int:
 
 #: the URL schemes nats-py takes
 SCHEMES = ("nats", "tls", "ws", "wss")
-_URL_RE = re.compile(r"^(?:([^:/?#@]*)://)?(.*)$", re.S)
 
 
 def _url_parts(server: str) -> tuple[str | None, str | None, str]:
     """``(scheme or None, user info or None, host[:port])`` of one server URL, without
     ``urllib`` (which raises on a bad port or bracket): the user info ends at the *last* ``@``,
     so a password holding ``/`` or ``@`` never lands in the host part shown in errors."""
-    scheme, rest = _URL_RE.match(server.strip()).groups()  # type: ignore[union-attr]  # the pattern matches every string
+    import re
+
+    scheme, rest = re.match(r"^(?:([^:/?#@]*)://)?(.*)$", server.strip(), re.S).groups()  # type: ignore[union-attr]  # it matches every string
     userinfo, at, hostpart = rest.rpartition("@")
     hostport = re.split(r"[/?#]", hostpart, maxsplit=1)[0]
     return scheme, (userinfo if at else None), hostport
@@ -233,6 +238,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    import json
+
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(data, f, ensure_ascii=False)
     os.replace(tmp, path)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_link_machines.common import BUCKET, MACHINE_RE, STREAM, legacy_durable, legacy_subject, mail_durable, mail_subject, upgraded_durable
+from agent_link_machines.common import BUCKET, STREAM, is_machine_name, legacy_durable, legacy_subject, mail_durable, mail_subject, upgraded_durable
 
 #: JetStream's API prefix (the default domain)
 API = "$JS.API"
@@ -43,7 +43,7 @@ def machine_permissions(machine: str) -> dict[str, Any]:
     :returns: ``{"publish": {"allow": [...]}, "subscribe": {"allow": [...]}}`` (subjects).
     :raises ValueError: ``machine`` is not a machine name (1-64 of ``A-Z a-z 0-9 _ -``).
     """
-    if not MACHINE_RE.fullmatch(machine):
+    if not is_machine_name(machine):
         raise ValueError(f"{machine!r} is not a machine name (1-64 of A-Z a-z 0-9 _ -)")
     kv_stream = f"KV_{BUCKET}"
     durable, legacy, upgraded = mail_durable(machine), legacy_durable(machine), upgraded_durable(machine)

@@ -29,13 +29,13 @@ set, the hooks only touch the local database and the relay's files (no network):
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Awaitable, Callable
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.harness_decl import HarnessDeclaration
+from agent_link_core.json_files import dumps
 from agent_link_core.store import Migration, now_ms
 
 from agent_link_machines.common import (AUTOSTART_SETTING, MACHINE_SETTING, NAME, SETTINGS, URL_SETTING, machine_name, remote_addresses,
@@ -135,7 +135,7 @@ def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) ->
             event.notes[WAKE_NOTE] = conn.execute("SELECT 1 FROM machines_outbox WHERE sent_at IS NULL LIMIT 1").fetchone() is None
         conn.execute(
             "INSERT OR IGNORE INTO machines_outbox (record_id, machine, payload, created_at) VALUES (?, ?, ?, ?)",
-            (record_id, machine, json.dumps(payload, ensure_ascii=False), now_ms()),
+            (record_id, machine, dumps(payload, ensure_ascii=False), now_ms()),
         )
         event.notes[OUTBOX_NOTE] = True
     if event.kind == "sent" and OUTBOX_NOTE not in event.notes and '"machines"' not in (row["metadata"] or ""):

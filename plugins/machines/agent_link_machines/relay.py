@@ -49,9 +49,9 @@ from agent_link_core.wake import notify
 from agent_link_waits.wakeup import Wakeup
 
 from agent_link_machines.common import (
-    BUCKET, CREDS_SETTING, MACHINE_RE, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, cancel_until_done, heartbeat_ms, legacy_durable,
+    BUCKET, CREDS_SETTING, NAME, STREAM, SUBJECT_PREFIX, URL_SETTING, cancel_until_done, heartbeat_ms, legacy_durable,
     legacy_subject, local_enforcement, local_procedures, local_roles, mail_durable, mail_subject, machine_name, outbox_signal, plugin_dir,
-    read_status, redact, remote_addresses, settings_key, upgraded_durable, url_user, write_json,
+    is_machine_name, read_status, redact, remote_addresses, settings_key, upgraded_durable, url_user, write_json,
 )
 from agent_link_machines.common import check_url as common_check_url
 from agent_link_machines.records import answers_sent, apply_entries, claimed_origins, forward_stranded, records_of
@@ -669,7 +669,7 @@ class Relay:
         if not all(claimed_origins(r) for r in records) or len(origins) != 1:
             return f"its records do not all name one origin ({', '.join(sorted(origins)) or 'none'})"
         [origin] = origins
-        if not MACHINE_RE.fullmatch(origin):
+        if not is_machine_name(origin):
             return f"its origin {origin!r} is not a machine name"
         if origin == self.machine:
             return f"the records name this machine ({origin}) as their origin"

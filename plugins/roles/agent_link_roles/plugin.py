@@ -21,12 +21,12 @@ Hooks:
 
 from __future__ import annotations
 
-import json
 import os
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
 from agent_link_core.errors import AgentLinkError
+from agent_link_core.json_files import loads
 from agent_link_core.lazy import LazyLogger
 
 from agent_link_roles.context import MIGRATIONS, SETTINGS, TABLE_FILE, from_app
@@ -110,7 +110,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
     row = app.mailbox.get_row(event.message_id)
     if row is None:
         return
-    role = json.loads(row["metadata"] or "{}").get("role") or {}
+    role = loads(row["metadata"] or "{}").get("role") or {}
     procedure = role.get("procedure") or {}
     if procedure.get("sha256"):
         from agent_link_roles.procedures import claim_text
