@@ -230,7 +230,7 @@ class App:
 
             # a harness that fails here loses its own callers only (reported)
             found = call_harness(self.hooks, harness, "identify_caller", partial(harness.identify_caller, meta, self.env),
-                                 check=Caller)
+                                 check=boundary.expect(lambda found: type(found) is Caller, "expected None or a Caller"))
             if found is not None and found.known:
                 return found
         configured = self.config.get("AGENT_LINK_ADDRESS")  # validated by load_config

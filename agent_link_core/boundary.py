@@ -153,15 +153,38 @@ def check_migrations(result: Any, plugin: str, *, declared: bool = False) -> str
     return None
 
 
+def plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is JSON data of the built-in types themselves (no subclass, whose ``__getitem__`` or ``items``
+    would run the plugin's code when the core reads the answer after the guarded call), at most 64 deep."""
+    if (kind := type(value)) is dict:
+        return depth < 64 and all(type(k) is str and plain(v, depth + 1) for k, v in value.items())
+    return depth < 64 and all(plain(v, depth + 1) for v in value) if kind in (list, tuple) else kind in (str, int, float, bool, type(None))
+
+
+def frozen(value: Any) -> Any:
+    """``value`` (decoded JSON) read-only for the plugins sharing it: dicts as :class:`types.MappingProxyType`, lists as tuples."""
+    if (kind := type(value)) is dict:
+        value = value.copy()
+        for key, item in value.items():  # a call only for the nested ones: a few microseconds a message
+            if type(item) is dict or type(item) is list:
+                value[key] = frozen(item)
+        return types.MappingProxyType(value)
+    return tuple(map(frozen, value)) if kind is list else value
+
+
+def _str(value: Any) -> bool:
+    return type(value) is str
+
+
 def _check_resolution(result: Any, plugin: str) -> str | None:
     from agent_link_core.addresses import is_address
 
-    if not isinstance(result, Mapping):
-        return f"returned {type(result).__name__}; expected None or a dict with 'address'"
-    if not isinstance(result.get("address"), str) or not is_address(result["address"]):
+    if type(result) is not dict or not plain(result):
+        return f"returned {type(result).__name__}; expected None or a dict (of JSON data) with 'address'"
+    if not _str(result.get("address")) or not is_address(result["address"]):
         return "returned a resolution whose 'address' is not an address <harness>:<id>"
-    for key, kind, what in (("via", str, "a string"), ("metadata", Mapping, "a dict"), ("served", bool, "a boolean")):
-        if result.get(key) is not None and not isinstance(result[key], kind):
+    for key, kind, what in (("via", str, "a string"), ("metadata", dict, "a dict"), ("served", bool, "a boolean")):
+        if result.get(key) is not None and type(result[key]) is not kind:
             return f"returned a resolution whose {key!r} is not {what}"
     return None
 
@@ -169,14 +192,14 @@ def _check_resolution(result: Any, plugin: str) -> str | None:
 def _check_contributions(result: Any, plugin: str) -> str | None:
     from agent_link_core.records import EnvelopeContribution
 
-    if not isinstance(result, Mapping) or not all(isinstance(k, str) and isinstance(v, EnvelopeContribution) and isinstance(v.attributes, Mapping)
-                                                  and isinstance(v.elements, (list, tuple)) for k, v in result.items()):
+    if type(result) is not dict or not all(_str(k) and type(v) is EnvelopeContribution and type(v.attributes) is dict
+                                           and type(v.elements) in (list, tuple) for k, v in result.items()):
         return f"returned {type(result).__name__}; expected None or {{message id: EnvelopeContribution}} (attributes a dict, elements a list)"
     for added in result.values():
-        if any(key not in ("via", "procedure") or not isinstance(value, str) for key, value in added.attributes.items()) or any(
-                not isinstance(e, str) or not e.startswith("<") or "agent-link-message" in e for e in added.elements):
+        if any(key not in ("via", "procedure") or not _str(value) for key, value in added.attributes.items()) or any(
+                not _str(e) or not e.startswith("<") or "agent-link-message" in e for e in added.elements):
             return "returned envelope attributes other than 'via' and 'procedure' (strings), or elements not made with envelope.render_element"
-        if added.author is not None and not (isinstance(added.author, str) and 0 < len(added.author) <= 300 and added.author.isprintable()):
+        if added.author is not None and not (_str(added.author) and 0 < len(added.author) <= 300 and added.author.isprintable()):
             return "returned an envelope author that is not a sentence of 1-300 printable characters on one line"
         if (size := sum(len(e) for e in added.elements) + sum(len(v) for v in added.attributes.values())) > MAX_CONTRIBUTION_CHARS:
             return f"returned an envelope contribution of {size} characters; at most {MAX_CONTRIBUTION_CHARS} are rendered"
@@ -184,11 +207,11 @@ def _check_contributions(result: Any, plugin: str) -> str | None:
 
 
 def _check_health(result: Any, plugin: str) -> str | None:
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
+    if type(result) not in (tuple, list) or len(result) != 2:
         return f"returned {type(result).__name__}; expected None or (section name, dict)"
     name, section = result
-    if not isinstance(name, str) or not name or not isinstance(section, Mapping):
-        return "returned a health section that is not (non-empty str, dict)"
+    if not _str(name) or not name or type(section) is not dict or not plain(section):
+        return "returned a health section that is not (non-empty str, dict of JSON data)"
     why = oversize(section, MAX_HEALTH_BYTES)
     return f"{why} (health section)" if why else None
 
@@ -199,7 +222,7 @@ def expect(ok: Callable[[Any], bool], expected: str) -> Callable[[Any, str], str
 
 
 def _each(ok: Callable[[Any], bool], kinds: tuple[type[Collection[Any]], ...] = (list, tuple)) -> Callable[[Any], bool]:
-    return lambda result: isinstance(result, kinds) and all(ok(item) for item in result)
+    return lambda result: type(result) in kinds and all(ok(item) for item in result)
 
 
 def is_session(value: Any) -> bool:
@@ -207,33 +230,28 @@ def is_session(value: Any) -> bool:
     from agent_link_core.model import Session
 
     text, dict_, strings = (str, type(None)), (dict, type(None)), (tuple, list)
-    kinds: dict[str, Any] = dict(address=str, harness=str, id=str, title=text, cwd=text, surface=strings, loaded=(bool, type(None)), archived=bool,
-                 last_activity_ms=(int, type(None)), receive=dict_, aliases=strings, extra=dict_)
-    return (isinstance(value, Session) and all(isinstance(getattr(value, k), t) for k, t in kinds.items())
-            and all(isinstance(item, str) for item in (*value.surface, *value.aliases)) and oversize([value.receive, value.extra]) is None)
+    kinds: dict[str, Any] = dict(address=(str,), harness=(str,), id=(str,), title=text, cwd=text, surface=strings, loaded=(bool, type(None)),
+                                 archived=(bool,), last_activity_ms=(int, type(None)), receive=dict_, aliases=strings, extra=dict_)
+    return (type(value) is Session and all(type(getattr(value, k)) in t for k, t in kinds.items()) and plain([value.receive, value.extra])
+            and all(map(_str, (*value.surface, *value.aliases))) and oversize([value.receive, value.extra]) is None)
 
 
-
-def _str(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-_warnings = _each(lambda w: isinstance(w, Mapping) and _str(w.get("code")) and _str(w.get("message")))
+warnings_ok = _each(lambda w: type(w) is dict and _str(w.get("code")) and _str(w.get("message")) and plain(w))
 _REGISTERS = expect(lambda r: False, "this hook returns nothing (call register(...) instead)")
 #: how each of the core's hooks' non-None answer is checked; a hook absent here may return anything
 RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_schema": check_migrations,
     "agent_link_resolve_address": _check_resolution,
-    "agent_link_resolve_elsewhere": expect(lambda r: isinstance(r, Mapping) and all(isinstance(r.get(k, {}), Mapping) for k in ("metadata", "session")),
+    "agent_link_resolve_elsewhere": expect(lambda r: type(r) is dict and plain(r) and all(type(r.get(k, {})) is dict for k in ("metadata", "session")),
                                             "expected None or {'metadata': dict, 'session'?: dict}"),
-    "agent_link_before_send": expect(_warnings, "expected None or a list of warnings {'code': str, 'message': str}"),
+    "agent_link_before_send": expect(warnings_ok, "expected None or a list of warnings {'code': str, 'message': str}"),
     "agent_link_before_store": expect(_str, "expected None or a stored message's id"),
     "agent_link_render_envelopes": _check_contributions,
     "agent_link_health": _check_health,
     **dict.fromkeys(("agent_link_on_event", "agent_link_sessions_listed", "agent_link_inbox_read", "agent_link_app_opened"),
                     expect(lambda r: False, "observers return nothing")),
-    "agent_link_check_recipient": expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("known"), bool)
-                                         and _warnings([r["warning"]] if r.get("warning") is not None else []),
+    "agent_link_check_recipient": expect(lambda r: type(r) is dict and plain(r) and type(r.get("known")) is bool
+                                         and warnings_ok([r["warning"]] if r.get("warning") is not None else []),
                                          "expected None or a dict with a boolean 'known' (and a 'warning' {'code': str, 'message': str})"),
     "agent_link_held_messages": expect(_each(_str, (set, frozenset, list, tuple)), "expected message ids"),
     "agent_link_present_sessions": expect(_each(is_session), "expected None or a list of Session"),
@@ -241,7 +259,7 @@ RESULT_CHECKS: dict[str, Callable[[Any, str], str | None]] = {
     "agent_link_server_tasks": expect(_each(callable), "expected None or a list of coroutine functions"),
     "agent_link_mcp_connection": expect(lambda r: all(callable(getattr(r, m, None)) for m in ("inbound", "outbound", "view")),
                                         "expected None or a peer with inbound, outbound and view"),
-    "agent_link_session_roles": expect(lambda r: isinstance(r, dict) and all(_str(k) and _each(_str, (list,))(v) for k, v in r.items()),
+    "agent_link_session_roles": expect(lambda r: type(r) is dict and all(_str(k) and _each(_str, (list,))(v) for k, v in r.items()),
                                        "expected {address: [role name, ...]}"),
     "agent_link_listed_tools": expect(_each(_str), "expected None or a list of tool names"),
 }

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Mapping
 
 from agent_link_core.addresses import MAX_TARGET_CHARS
-from agent_link_core.boundary import expect, is_session
+from agent_link_core.boundary import expect, is_session, plain
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.harness import Harness, SessionListing, acall_harness, harness_fault
 from agent_link_core.lazy import Struct
@@ -25,7 +25,7 @@ WEIGHTS = (("id", 120), ("title", 90), ("address", 60), ("cwd", 30))
 
 
 #: a ``list_sessions`` answer a listing can show
-LISTING = expect(lambda v: isinstance(v, SessionListing) and isinstance(v.provider, dict) and isinstance(v.sessions, (list, tuple))
+LISTING = expect(lambda v: type(v) is SessionListing and type(v.provider) is dict and plain(v.provider) and type(v.sessions) in (list, tuple)
                  and all(map(is_session, v.sessions)), "expected a SessionListing of Session records of the documented types")
 
 

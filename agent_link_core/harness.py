@@ -12,12 +12,9 @@ from agent_link_core.model import Caller, Session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypeAlias
+    from typing import Any
 
     from agent_link_core.plugins import Hooks
-
-    #: why a harness's answer is refused (``check(answer, plugin)``, None: accepted), or the type it must have
-    Check: TypeAlias = Callable[[Any, str], str | None] | type
 
 
 class SessionListing(Struct):
@@ -153,10 +150,14 @@ def _named(hooks: Hooks, harness: Harness | HarnessDeclaration, method: str) -> 
     return hooks.owner("harness", harness.name) or f"harness {harness.name}", f"harness.{harness.name}.{method}"
 
 
-def _checker(check: Check | None) -> Callable[[Any, str], str | None] | None:
-    if not isinstance(check, type):
-        return check
-    return lambda answer, _: None if isinstance(answer, check) else f"returned {type(answer).__name__}, not a {check.__name__}"
+def delivery_refused(answer: Any, plugin: str) -> str | None:
+    """Why a push's answer (``deliver``, ``recheck``) is refused: not a :class:`Delivery` of its fields' documented types."""
+    from agent_link_core.boundary import plain, warnings_ok
+
+    kinds = [(bool,), (str, type(None)), (str,), (dict,), (list,), (dict,), (bool,), (bool,), (bool,), (str, type(None))]  # Delivery._fields
+    ok = type(answer) is Delivery and all(type(v) in t for v, t in zip(answer._values(), kinds, strict=True))
+    ok = ok and plain([answer.evidence, answer.fields]) and warnings_ok(answer.warnings)
+    return None if ok else f"returned {type(answer).__name__}; expected a Delivery of the documented types"
 
 
 def harness_fault(hooks: Hooks, harness: Harness | HarnessDeclaration, method: str, error: str, *, exc: BaseException | None = None,
@@ -166,19 +167,18 @@ def harness_fault(hooks: Hooks, harness: Harness | HarnessDeclaration, method: s
 
 
 def call_harness(hooks: Hooks, harness: Harness, method: str, fn: Callable[[], Any], *, default: Any = None,
-                 check: Check | None = None) -> Any:
+                 check: Callable[[Any, str], str | None] | None = None) -> Any:
     """Run ``fn`` (a sync method of ``harness``, arguments bound) through the boundary (:meth:`~agent_link_core.boundary.Boundary.call`):
-    ``default`` when it faults or when ``check(answer, plugin)`` gives why a non-None answer is refused (a type: one not of it is).
+    ``default`` when it faults or when ``check(answer, plugin)`` gives why a non-None answer is refused.
 
     :raises AgentLinkError: what ``fn`` raises deliberately.
     """
-    return hooks.boundary.call(*_named(hooks, harness, method), fn, default=default, check=_checker(check),
-                               passing=(AgentLinkError,))
+    return hooks.boundary.call(*_named(hooks, harness, method), fn, default=default, check=check, passing=(AgentLinkError,))
 
 
 async def acall_harness(hooks: Hooks, harness: Harness, method: str, make: Callable[[], Awaitable[Any]], *,
-                        bound_s: float | None = -1.0, default: Any = None, check: Check | None = None,
-                        on_timeout: Callable[[], Any] | None = None) -> Any:
+                        bound_s: float | None = -1.0, default: Any = None,
+                        check: Callable[[Any, str], str | None] | None = None, on_timeout: Callable[[], Any] | None = None) -> Any:
     """Await ``make()`` (an async method of ``harness``, arguments bound) through the boundary (:meth:`~agent_link_core.boundary.Boundary.acall`,
     ``on_timeout`` as there) within ``bound_s`` seconds (None: unbounded; by default ``AGENT_LINK_HOOK_TIMEOUT_MS``);
     ``default`` and ``check`` as for :func:`call_harness`.
@@ -187,5 +187,5 @@ async def acall_harness(hooks: Hooks, harness: Harness, method: str, make: Calla
     """
     boundary = hooks.boundary
     bound_s = boundary.timeout_ms / 1000 or None if bound_s is not None and bound_s < 0 else bound_s
-    return await boundary.acall(*_named(hooks, harness, method), make, bound_s=bound_s, default=default, check=_checker(check),
+    return await boundary.acall(*_named(hooks, harness, method), make, bound_s=bound_s, default=default, check=check,
                                 on_timeout=on_timeout, passing=(AgentLinkError,))

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_link_core import __version__, boundary
-from agent_link_core.boundary import MAX_HEALTH_BYTES, disable_hint, oversize
+from agent_link_core.boundary import RESULT_CHECKS, disable_hint
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.store import disk_full
 
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from agent_link_core.app import App
     from agent_link_core.model import Caller
     from agent_link_core.harness import Harness
+
+_SECTION = RESULT_CHECKS["agent_link_health"]  # (name, a dict of JSON data of at most 64 KiB): a harness's and a watcher's sections too
 
 
 def report(app: App, meta: Mapping[str, Any] | None = None, include_caller_context: bool = False) -> dict[str, Any]:
@@ -82,8 +84,7 @@ def _connection_view(app: App) -> dict[str, Any] | None:
     if app.mcp_connection is None:
         return None
     plugin, peer = app.mcp_connection
-    return app.hooks.boundary.call(plugin, "agent_link_mcp_connection.view", lambda: peer.view(), check=lambda r, _: (
-        f"returned {type(r).__name__}, not a dict" if not isinstance(r, dict) else oversize(r, MAX_HEALTH_BYTES)))
+    return app.hooks.boundary.call(plugin, "agent_link_mcp_connection.view", lambda: peer.view(), check=lambda r, _: _SECTION(("mcp", r), _))
 
 
 def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -137,14 +138,9 @@ def plugins_view(app: App) -> dict[str, Any]:
 def _harness_health(app: App, harness: Harness) -> dict[str, Any]:
     from agent_link_core.harness import call_harness
 
-    def refused(answer: list[Any], plugin: str) -> str | None:  # would break everyone's health
-        section = answer[0]
-        why = f"returned {type(section).__name__}, not a dict" if not isinstance(section, dict) else oversize(section, MAX_HEALTH_BYTES)
-        return None if why is None else f"TypeError: {why}"
-
-    # in a list: the boundary checks only answers other than None, and None is no section either
-    answer = call_harness(app.hooks, harness, "health", lambda: [harness.health()], check=refused)
-    return {"error": "this harness's health failed; see plugins.problems"} if answer is None else answer[0]
+    # checked as a plugin's (name, section): the boundary checks only answers other than None, and None is no section either
+    answer = call_harness(app.hooks, harness, "health", lambda: (harness.name, harness.health()), check=_SECTION)
+    return {"error": "this harness's health failed; see plugins.problems"} if answer is None else answer[1]
 
 
 def host_detection(app: App, caller: Caller) -> dict[str, Any]:

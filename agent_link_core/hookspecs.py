@@ -15,7 +15,7 @@ from agent_link_core.lazy import hookspec
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import sqlite3
-    from collections.abc import Awaitable, Collection
+    from collections.abc import Awaitable, Collection, Mapping
     from typing import Any, Callable
 
     import click
@@ -156,12 +156,12 @@ def agent_link_before_store(message: OutgoingMessage, context: SendContext, conn
 
 
 @hookspec
-def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...], app: App) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[Mapping[str, Any], ...], app: App) -> dict[str, EnvelopeContribution] | None:
     """Contribute envelope attributes and elements for stored messages. Called each time messages are put in envelopes
     (push, inbox, wait, listings), once for all the messages of that read; a paged message once per page.
 
-    :param messages: the stored messages as dicts (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), in order;
-        a tuple, so every plugin sees them all.
+    :param messages: the stored messages (``id``, ``from``, ``to``, ``recipient``, ``metadata``, ...), in order, read-only
+        (each a ``MappingProxyType``, its nested dicts too, its lists tuples) in a tuple, so every plugin sees them as stored.
     :param app: the App.
     :returns: ``{message id: EnvelopeContribution}`` for the messages it adds to (of ``attributes`` only ``via`` and
         ``procedure`` are rendered; ``elements`` made with :func:`agent_link_core.envelope.render_element`; ``author``, 1-300

@@ -397,16 +397,16 @@ class Mailbox:
         """The envelopes of stored messages, in order, each rendered when taken; the plugins asked once, for all
         (``agent_link_render_envelopes``). ``messages``: the rows' :meth:`row_dict`, if made."""
         messages = messages or [self.row_dict(row) for row in rows]
-        # read before the hooks see them: what a plugin does to the metadata stays its own
-        facts = [(bool(m["metadata"].get("sender", {}).get("verified")), m["metadata"].get("via")) for m in messages]
-        answers = self.hooks.call("agent_link_render_envelopes", messages=tuple(messages)) if self.hooks is not None and rows else []
-        for row, (verified, meta_via) in zip(rows, facts, strict=True):
+        from agent_link_core.boundary import frozen  # loaded with the hooks; each plugin's change to a message is its own fault
+
+        answers = self.hooks.call("agent_link_render_envelopes", messages=tuple(map(frozen, messages))) if self.hooks is not None and rows else []
+        for row, meta in zip(rows, (m["metadata"] for m in messages), strict=True):
             added = [answer[row["id"]] for answer in answers if row["id"] in answer]
             attributes = {key: value for contribution in added for key, value in contribution.attributes.items()}
             msg = EnvelopeMessage(
-                id=row["id"], from_address=row["from_addr"], from_verified=verified, to_address=row["recipient"],
+                id=row["id"], from_address=row["from_addr"], from_verified=bool(meta.get("sender", {}).get("verified")), to_address=row["recipient"],
                 sent_at_ms=row["sent_at"], anticipation=row["anticipation"], body=row["body"], reply_by_ms=row["reply_by"],
-                in_reply_to=row["reply_to"], via=attributes.get("via") or meta_via, procedure=attributes.get("procedure"),
+                in_reply_to=row["reply_to"], via=attributes.get("via") or meta.get("via"), procedure=attributes.get("procedure"),
             )
             yield render_envelope(msg, elements=[element for contribution in added for element in contribution.elements],
                                   author=next((c.author for c in added if c.author is not None), None))

@@ -533,10 +533,9 @@ class Hooks:
     def session_roles(self, addresses: list[str]) -> dict[str, list[str]]:
         """``{address: sorted role names}`` from every plugin that keeps roles."""
         merged: dict[str, set[str]] = {}
-        for answer in self.call("agent_link_session_roles", addresses=list(addresses)) or []:
-            if isinstance(answer, dict):
-                for address, names in answer.items():
-                    merged.setdefault(address, set()).update(names)
+        for answer in self.call("agent_link_session_roles", addresses=list(addresses)) or []:  # each checked: {str: [str]}
+            for address, names in answer.items():
+                merged.setdefault(address, set()).update(names)
         return {address: sorted(names) for address, names in merged.items()}
 
     def present_sessions(self, harness: str) -> list[Session]:
@@ -566,9 +565,9 @@ class Hooks:
         host shows in one push (``agent_link_push_notice``), or None: the envelope, as no plugin answered, or one failed
         or answered other than a text of at most ``limit`` bytes (reported)."""
         answer, call = self._run("agent_link_push_notice", message=message, size=size)
-        if answer is None or isinstance(answer, str) and len(answer.encode("utf-8", "replace")) <= limit:
+        if answer is None or type(answer) is str and len(answer.encode("utf-8", "replace")) <= limit:
             return answer
-        what = f"{len(answer.encode('utf-8', 'replace'))} bytes of text" if isinstance(answer, str) else f"a {type(answer).__name__}"
+        what = f"{len(answer.encode('utf-8', 'replace'))} bytes of text" if type(answer) is str else f"a {type(answer).__name__}"
         self.boundary.fault(call.answers[-1][0], "agent_link_push_notice", f"answered {what}; expected None or a text of at most {limit} bytes")
         return None
 

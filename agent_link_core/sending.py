@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from agent_link_core.envelope import MAX_ENVELOPE_BODY_CHARS, MAX_ESCAPED_CHARS, escape_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
-from agent_link_core.harness import Delivery, Harness, acall_harness, harness_fault
+from agent_link_core.harness import Delivery, Harness, acall_harness, delivery_refused, harness_fault
 from agent_link_core.identity import prove_sender
 from agent_link_core.lazy import LazyLogger, Struct, field
 from agent_link_core.mailbox import MessageState, check_body, check_labels, differing_fields, idempotency_refusal, iso, new_message_id
@@ -181,7 +181,7 @@ class Outbox:
                 self.hooks, harness, "deliver",
                 lambda: harness.deliver(self.mailbox.row_dict(row), envelope, options) if notice is None
                 else self._announce(harness, row, size, notice, options),
-                bound_s=bound_s, check=Delivery, on_timeout=timed_out)
+                bound_s=bound_s, check=delivery_refused, on_timeout=timed_out)
         except AgentLinkError as exc:
             return Delivery(warnings=[{"code": exc.code, "message": exc.message, "details": exc.details}])
         if delivery is None:
@@ -218,7 +218,7 @@ class Outbox:
         if harness is None:
             return False
         try:  # a failed check (the plugin's fault) proves nothing
-            found = await acall_harness(self.hooks, harness, "recheck", lambda: harness.recheck(self.mailbox.row_dict(row)), check=Delivery)
+            found = await acall_harness(self.hooks, harness, "recheck", lambda: harness.recheck(self.mailbox.row_dict(row)), check=delivery_refused)
         except AgentLinkError as exc:
             log.info("harness %s could not recheck %s: %s", harness.name, message_id, exc.code)
             return False

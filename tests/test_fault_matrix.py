@@ -2,7 +2,8 @@
 
 A plugin ``faulty`` (installed as a distribution with an ``agent_link`` entry point, the way a
 user installs one) misbehaves in one place (``FAULTY_WHERE``) in one way (``FAULTY_KIND``):
-it raises, raises ``SystemExit(42)`` or ``KeyboardInterrupt``, answers with the wrong type,
+it raises, raises ``SystemExit(42)`` or ``KeyboardInterrupt``, answers with the wrong type (or a ``dict`` subclass that
+raises once read outside the boundary's guarded call: ``hostile``),
 hangs, answers something huge, imports slowly, or prints (to stdout: it must reach stderr only,
 never the CLI's ``--json``, the MCP transport or the prompt hook's answer). Each case runs the surfaces the place is
 reached from, as subprocesses (where a ``SystemExit`` would be seen as an exit status): the
@@ -65,10 +66,42 @@ KIND = os.environ.get("FAULTY_KIND", "")
 BIG = 20 << 20
 
 
-def act(where, fine, wrong=None, huge=None):
+class Hostile(dict):
+    """An answer honest while the boundary's guarded call runs, raising when the core reads it after."""
+
+    def _guarded(self):
+        from agent_link_core.boundary import _PLUGIN
+
+        if _PLUGIN.get() is None:
+            raise RuntimeError("faulty's answer read outside the guard")
+
+    def __getitem__(self, key):
+        self._guarded()
+        return super().__getitem__(key)
+
+    def get(self, *args):
+        self._guarded()
+        return super().get(*args)
+
+    def __iter__(self):
+        self._guarded()
+        return super().__iter__()
+
+    def items(self):
+        self._guarded()
+        return super().items()
+
+    def __len__(self):
+        self._guarded()
+        return super().__len__()
+
+
+def act(where, fine, wrong=None, huge=None, hostile=None):
     """What the plugin does at ``where``: ``fine`` unless the fault is injected here."""
     if where != WHERE:
         return fine
+    if KIND == "hostile":
+        return hostile()
     if KIND == "raise":
         raise RuntimeError("faulty fails in " + where)
     if KIND == "exit":
@@ -88,10 +121,10 @@ def act(where, fine, wrong=None, huge=None):
     return fine
 
 
-async def aact(where, fine, wrong=None, huge=None):
+async def aact(where, fine, wrong=None, huge=None, hostile=None):
     if where == WHERE and KIND == "hang":
         await asyncio.Event().wait()
-    return act(where, fine, wrong, huge)
+    return act(where, fine, wrong, huge, hostile)
 
 
 act("import", None)
@@ -107,16 +140,17 @@ class FaultyHarness(Harness):
     async def list_sessions(self, *, include_archived=False, limit=200):
         fine = SessionListing([Session("faulty:one", "faulty", "one", title="Faulty one")])
         return await aact("list", fine, wrong=["faulty:one"],
-                          huge=lambda: SessionListing([Session(f"faulty:s{i}", "faulty", f"s{i}") for i in range(200_000)]))
+                          huge=lambda: SessionListing([Session(f"faulty:s{i}", "faulty", f"s{i}") for i in range(200_000)]),
+                          hostile=lambda: SessionListing(fine.sessions, provider=Hostile(available=True)))
 
     async def get_session(self, session_id):
         return Session("faulty:one", "faulty", "one") if session_id == "one" else None
 
     async def deliver(self, message, envelope, options):
-        return await aact("deliver", Delivery(), wrong=True)
+        return await aact("deliver", Delivery(), wrong=True, hostile=lambda: Delivery(delivered=True, via="x", evidence=Hostile(x=1)))
 
     def health(self):
-        return act("harness_health", {"ok": True}, wrong={"not json": {1, 2}}, huge=lambda: {"blob": "x" * BIG})
+        return act("harness_health", {"ok": True}, wrong={"not json": {1, 2}}, huge=lambda: {"blob": "x" * BIG}, hostile=lambda: Hostile(ok=True))
 
     async def serve(self, app, peer):
         act("serve", None)  # synchronously: a hang here holds the server's event loop
@@ -125,7 +159,7 @@ class FaultyHarness(Harness):
 
 
 async def echo(app, arguments, call):
-    return await aact("tool", {"echo": "fine"}, wrong=["not", "a", "dict"], huge=lambda: {"echo": "x" * BIG})
+    return await aact("tool", {"echo": "fine"}, wrong=["not", "a", "dict"], huge=lambda: {"echo": "x" * BIG}, hostile=lambda: Hostile(echo="fine"))
 
 
 ECHO = ToolSpec("faulty_echo", "Echo.", {"type": "object", "properties": {}, "additionalProperties": False},
@@ -199,7 +233,8 @@ def agent_link_on_event(event):
 @hookimpl
 def agent_link_render_envelopes(messages):
     huge = lambda: {m["id"]: EnvelopeContribution({}, [render_element("faulty-note", [], "x" * BIG)]) for m in messages}
-    return act("envelope", None, wrong="<b>bold</b>", huge=huge)
+    return act("envelope", None, wrong="<b>bold</b>", huge=huge,
+               hostile=lambda: Hostile({m["id"]: EnvelopeContribution({}, [render_element("faulty-note", [])]) for m in messages}))
 
 
 @hookimpl
@@ -214,7 +249,8 @@ def agent_link_push_notice(message):
 
 @hookimpl
 def agent_link_health():
-    return act("health", ("faulty", {"ok": True}), wrong="all fine", huge=lambda: ("faulty", {"blob": "x" * BIG}))
+    return act("health", ("faulty", {"ok": True}), wrong="all fine", huge=lambda: ("faulty", {"blob": "x" * BIG}),
+               hostile=lambda: ("faulty", Hostile(ok=True)))
 '''
 
 ADAPTER = '''
@@ -234,17 +270,17 @@ PLACES: dict[str, tuple[str, ...]] = {
     # every App.create: the CLI's send and health, the MCP server's start
     "opened": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
     "event": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
-    "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
+    "envelope": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print", "hostile"),
     # an inbox read that found mail, a push larger than the recipient's host shows
     "fit": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
     "notice": ("raise", "exit", "interrupt", "wrong", "hang", "huge"),
-    "deliver": ("raise", "exit", "interrupt", "wrong", "hang", "print"),
-    "tool": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
+    "deliver": ("raise", "exit", "interrupt", "wrong", "hang", "print", "hostile"),
+    "tool": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print", "hostile"),
     # what tools/list lists, chosen once at the server's start
     "listed": ("raise", "exit", "interrupt", "wrong", "hang"),
-    "health": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
-    "harness_health": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
-    "list": ("raise", "exit", "interrupt", "wrong", "huge", "print"),
+    "health": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print", "hostile"),
+    "harness_health": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print", "hostile"),
+    "list": ("raise", "exit", "interrupt", "wrong", "huge", "print", "hostile"),
     "prompt": ("raise", "exit", "interrupt", "wrong", "hang", "huge", "print"),
     # an MCP server's background work: a harness's serve, a plugin's server task
     "serve": ("raise", "exit", "interrupt", "wrong", "hang"),

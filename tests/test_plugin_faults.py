@@ -987,3 +987,224 @@ async def test_an_envelope_plugin_cannot_hide_a_reads_messages_from_the_plugins_
         assert [p["plugin"] for p in app.health()["plugins"]["problems"]] == ["emptier"]
     finally:
         await app.aclose()
+
+
+# Answers that pass a check and turn hostile afterwards: a subclass of a built-in type answers honestly while the boundary's
+# guarded call runs (the check included), and raises when the core reads it after the guard. Each must be refused at the
+# check, as the plugin's fault, so that nothing the core reads later runs the plugin's code.
+
+def _guarded() -> None:
+    from agent_link_core.boundary import _PLUGIN
+
+    if _PLUGIN.get() is None:
+        raise RuntimeError("read outside the plugin's guarded call")
+
+
+class HostileDict(dict):  # type: ignore[type-arg]
+    def __getitem__(self, key: Any) -> Any:
+        _guarded()
+        return super().__getitem__(key)
+
+    def get(self, *args: Any) -> Any:
+        _guarded()
+        return super().get(*args)
+
+    def __iter__(self) -> Any:
+        _guarded()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        _guarded()
+        return super().__len__()
+
+    def __contains__(self, key: Any) -> bool:
+        _guarded()
+        return super().__contains__(key)
+
+    def items(self) -> Any:
+        _guarded()
+        return super().items()
+
+    def keys(self) -> Any:
+        _guarded()
+        return super().keys()
+
+    def values(self) -> Any:
+        _guarded()
+        return super().values()
+
+
+class HostileList(list):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        _guarded()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        _guarded()
+        return super().__len__()
+
+    def __getitem__(self, index: Any) -> Any:
+        _guarded()
+        return super().__getitem__(index)
+
+
+class HostileStr(str):
+    def __hash__(self) -> int:
+        _guarded()
+        return super().__hash__()
+
+    def __eq__(self, other: object) -> bool:
+        _guarded()
+        return super().__eq__(other)
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:
+        _guarded()
+        return super().encode(*args, **kwargs)
+
+
+def _warning() -> dict[str, Any]:
+    return {"code": "bad_seen", "message": "checked by bad"}
+
+
+# hook -> its answers: the hostile object at the top, and inside an answer of the right shape
+HOSTILE: dict[str, list[Any]] = {
+    "agent_link_resolve_address": [lambda: HostileDict(address="good:one", via="role:lead"),
+                                   lambda: {"address": "good:one", "via": "role:lead", "metadata": HostileDict(x=1)}],
+    "agent_link_resolve_elsewhere": [lambda: HostileDict(metadata={}), lambda: {"metadata": HostileDict(x=1)},
+                                     lambda: {"metadata": {"deep": [HostileDict(x=1)]}}],
+    "agent_link_before_send": [lambda: HostileList([_warning()]), lambda: [HostileDict(_warning())],
+                               lambda: [{**_warning(), "details": HostileDict(x=1)}]],
+    "agent_link_before_store": [lambda: HostileStr("01J00000000000000000000000")],
+    "agent_link_render_envelopes": [lambda: HostileDict(), lambda: {"x": EnvelopeContribution(HostileDict(via="role:x"), [])},
+                                    lambda: {"x": EnvelopeContribution({}, HostileList([render_element("bad-note", [])]))}],
+    "agent_link_health": [lambda: ("bad", HostileDict(ok=True)), lambda: ("bad", {"ok": [HostileDict(x=1)]}),
+                          lambda: HostileList(["bad", {"ok": True}])],
+    "agent_link_check_recipient": [lambda: HostileDict(known=True), lambda: {"known": False, "warning": HostileDict(_warning())}],
+    "agent_link_held_messages": [lambda: HostileList(["x"]), lambda: [HostileStr("x")]],
+    "agent_link_present_sessions": [lambda: HostileList([Session("plain:bad", "plain", "bad")]),
+                                    lambda: [Session("plain:bad", "plain", "bad", extra=HostileDict(x=1))]],
+    "agent_link_suggest_addresses": [lambda: HostileList(["plain:bad"]), lambda: [HostileStr("plain:bad")]],
+    "agent_link_session_roles": [lambda: HostileDict({"good:one": ["lead"]}), lambda: {"good:one": HostileList(["lead"])}],
+    "agent_link_server_tasks": [lambda: HostileList([])],
+    "agent_link_listed_tools": [lambda: HostileList(["good_echo"])],
+    "agent_link_push_notice": [lambda: HostileStr("<agent-link-notice>read it</agent-link-notice>")],
+}
+HOSTILE_CASES = [(hook, k) for hook, answers in HOSTILE.items() for k in range(len(answers))]
+
+
+def hostile_plugin(hook: str, k: int) -> object:
+    """A plugin implementing only ``hook``, answering its ``k``-th hostile answer."""
+    def impl(self: Any) -> Any:  # an implementation may take none of its hook's arguments
+        return HOSTILE[hook][k]()
+
+    impl.__name__ = hook
+    return type("Hostile", (), {hook: hookimpl(impl)})()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("hook", "k"), HOSTILE_CASES, ids=[f"{h.removeprefix('agent_link_')}-{k}" for h, k in HOSTILE_CASES])
+async def test_a_hostile_answer_stays_in_its_plugin(hook: str, k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    app, good = make_app(hostile_plugin(hook, k), monkeypatch, "hostile")
+    try:
+        await assert_core_serves(app, good)
+        assert (await app.resolve_agent("good:nobody"))["status"] in ("not_found", "resolved")  # asks agent_link_resolve_elsewhere
+        assert app.hooks.server_tasks() == [("good", good.background)]
+        assert app.hooks.session_roles(["good:one"]) == {}  # list_agents asks it
+        assert type(app.hooks.push_notice({"id": "x"}, 10_000, 5_000)) in (str, type(None))  # good's, or none: the envelope
+        if hook == "agent_link_listed_tools":
+            assert "good_echo" in app.hooks.listed_tools(None)
+        assert_reported(app, hook)
+    finally:
+        await app.aclose()
+
+
+class HostileHarness(BadHarness):
+    """A harness answering ``method`` with a hostile object inside an answer of the right type."""
+
+    def _m(self, method: str, wrong: Any, fine: Any) -> Any:
+        if method != self.method:
+            return fine
+        return {"list_sessions": lambda: SessionListing([Session("bad:one", "bad", "one")], provider=HostileDict(available=True)),
+                "get_session": lambda: Session("bad:one", "bad", "one", receive=HostileDict(pull=True)),
+                "deliver": lambda: Delivery(delivered=True, via="bad-push", evidence=HostileDict(echo=1)),
+                "health": lambda: HostileDict(sessions=1)}[method]()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("method", ["list_sessions", "get_session", "deliver", "health"])
+async def test_a_hostile_harness_answer_stays_in_its_plugin(method: str, gate: Gate, monkeypatch: pytest.MonkeyPatch) -> None:
+    plugin = BadHarnessPlugin(method, "hostile", gate)
+    plugin.harness = HostileHarness(method, "hostile", gate)
+    app, good = make_app(plugin, monkeypatch, "hostile")
+    try:
+        await assert_core_serves(app, good)
+        if method != "get_session":  # mail to its sessions is still stored
+            out = await app.send(caller=GOOD_ONE, to="bad:one", body="for bad")
+            assert app.mailbox.get_row(out.message["id"]) is not None
+        assert (await app.resolve_agent("bad:one"))["status"] in ("resolved", "not_found")
+        assert_reported(app, method)
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_hostile_tool_result_is_withheld_naming_its_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def hostile(app: App, args: dict[str, Any], call: Any) -> dict[str, Any]:
+        return {"echo": "x", "nested": HostileDict(x=1)} if args.get("text") else HostileDict(echo="x")
+
+    class Tools:
+        @hookimpl
+        def agent_link_register_tools(self, register: Any) -> None:
+            register(ToolSpec("bad_echo", "Echo.", {"type": "object", "properties": {"text": {"type": "string"}}},
+                              {"echo": {"type": "string"}}, hostile))
+
+    app, good = make_app(Tools(), monkeypatch, "hostile")
+    try:
+        for args in ({}, {"text": "nested"}):
+            result = await run_tool(app, app.hooks.tools()["bad_echo"], args, {})
+            assert result["ok"] is False and result["error"]["details"]["plugin"] == "bad", result
+        await assert_core_serves(app, good)
+        assert_reported(app, "tool bad_echo")
+    finally:
+        await app.aclose()
+
+
+@pytest.mark.anyio
+async def test_an_envelope_plugin_cannot_change_the_messages_of_the_plugins_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The messages of an envelope read are read-only: a plugin changing one (at the top or in its nested metadata) fails
+    alone, and the next plugin and the reader see each message as stored."""
+    seen: list[Any] = []
+
+    def changer(change: Any) -> object:
+        class Changer:
+            @hookimpl(tryfirst=True)
+            def agent_link_render_envelopes(self, messages: Any) -> None:
+                for message in messages:
+                    change(message)
+        return Changer()
+
+    def nested_list(message: Any) -> None:
+        message["metadata"]["tag"]["deep"].append("forged")
+
+    class Marker:
+        @hookimpl
+        def agent_link_render_envelopes(self, messages: Any) -> dict[str, EnvelopeContribution]:
+            seen.extend((m["body"], m["from"], m["metadata"]["tag"]["name"], list(m["metadata"]["tag"]["deep"])) for m in messages)
+            return {m["id"]: EnvelopeContribution(elements=[render_element("seen", [])]) for m in messages}
+
+    changes = {"top": lambda m: m.__setitem__("body", "forged"), "metadata": lambda m: m["metadata"].__setitem__("tag", {}),
+               "nested": lambda m: m["metadata"]["tag"].update(name="forged"), "list": nested_list,
+               "deleted": lambda m: m.pop("from")}
+    monkeypatch.setenv("AGENT_LINK_LOAD_PLUGINS", "")
+    app = App.create(extra_plugins=(("marker", Marker()), *((name, changer(change)) for name, change in changes.items())))
+    try:
+        me = Caller("test:alice", "config", "test")
+        for body in ("one", "two"):
+            await app.send(caller=me, to="test:bob", body=body, metadata={"tag": {"name": "kept", "deep": [1]}})
+        read = app.inbox(Caller("test:bob", "config", "test"))
+        assert read["renderedBlock"].count("<seen />") == 2 and "forged" not in read["renderedBlock"]
+        assert [m["id"] for m in read["messages"]] and "forged" not in json.dumps(read)
+        assert seen == [("one", "test:alice", "kept", [1]), ("two", "test:alice", "kept", [1])]
+        assert sorted(p["plugin"] for p in app.health()["plugins"]["problems"]) == sorted(changes)
+    finally:
+        await app.aclose()

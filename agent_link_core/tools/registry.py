@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
-from agent_link_core.boundary import MAX_RESULT_BYTES, Refused, disable_hint, oversize
+from agent_link_core.boundary import CORE_PLUGIN, MAX_RESULT_BYTES, Refused, disable_hint, oversize, plain
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.json_files import ensure_private_dir
 from agent_link_core.tools.schemas import BOOL, OBJ, PATTERN_WORDS, STR, ULID
@@ -418,7 +418,7 @@ async def call_tool(app: App, spec: ToolSpec, arguments: Mapping[str, Any] | Non
         return {"ok": False, "error": {"code": "internal_error", "message": f"{spec.name} failed unexpectedly.",
                                         "details": {"cause": type(exc).__name__},
                                         "hint": "This is a bug in agent-link or a plugin; the server's log (stderr) has the traceback."}}, None
-    if not isinstance(fields, dict):  # a plugin's handler broke its contract
+    if type(fields) is not dict or (plugin != CORE_PLUGIN and not plain(fields)):  # a plugin's handler broke its contract
         return _withheld(app, spec, plugin, [{"path": "", "rule": "type"}]), None
     extra = [k for k in fields if k not in spec.output_fields and k != "warnings"]
     if extra:  # the output schema is closed: an undeclared field would break strict clients

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from agent_link_core.boundary import expect
+from agent_link_core.boundary import expect, plain
 from agent_link_core.lazy import hookspec
 
 TYPE_CHECKING = False
@@ -16,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from agent_link_core.model import Caller
 
 
-@hookspec(firstresult=True, refuses=True, check=expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("allowed"), bool),
+@hookspec(firstresult=True, refuses=True, check=expect(lambda r: type(r) is dict and plain(r) and type(r.get("allowed")) is bool,
                                                        "expected None or a dict with a boolean 'allowed'"))
 def agent_link_check_override(
     target: str, sender: Caller, setting: str, value: str, context: dict[str, Any], app: App

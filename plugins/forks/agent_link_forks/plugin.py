@@ -8,7 +8,7 @@ Codex only through the codex plugin's harness (``agent-link-codex``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from agent_link_core import hookimpl
 from agent_link_core.config import Setting
@@ -56,10 +56,10 @@ def agent_link_schema() -> list[Migration]:
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[Mapping[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
     """``<fork thread="codex:<id>" model=… effort=… status=…/>`` on each reconcile message."""
     forks = {m["id"]: fork for m in messages
-             if isinstance(fork := m["metadata"].get("fork"), dict) and str(fork.get("thread") or "").startswith("codex:")}
+             if isinstance(fork := m["metadata"].get("fork"), Mapping) and str(fork.get("thread") or "").startswith("codex:")}
     if not forks:
         return None
     from agent_link_core.envelope import render_element

@@ -43,6 +43,7 @@ from agent_link_machines.common import (AUTOSTART_SETTING, MACHINE_SETTING, NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
     from typing import Any
     import click
 
@@ -325,7 +326,7 @@ def agent_link_resolve_elsewhere(address: str, app: App) -> dict[str, Any] | Non
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[Mapping[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
     origins = {m["id"]: origin for m in messages if (origin := ((m.get("metadata") or {}).get("machines") or {}).get("origin"))}
     if not origins:
         return None

@@ -22,6 +22,7 @@ Hooks:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from agent_link_core import hookimpl
 from agent_link_core.contribute import migrations, registers
@@ -121,14 +122,14 @@ def agent_link_on_event(event: Event, app: App) -> None:
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...], app: App) -> dict[str, EnvelopeContribution] | None:
-    roles = [(m, role) for m in messages if isinstance(role := m.get("metadata", {}).get("role"), dict) and role.get("name")]
+def agent_link_render_envelopes(messages: tuple[Mapping[str, Any], ...], app: App) -> dict[str, EnvelopeContribution] | None:
+    roles = [(m, role) for m in messages if isinstance(role := m.get("metadata", {}).get("role"), Mapping) and role.get("name")]
     if not roles:
         return None  # most mail: decided before any import
     return {message["id"]: _role_contribution(message, role, app) for message, role in roles}
 
 
-def _role_contribution(message: dict[str, Any], role: dict[str, Any], app: App) -> EnvelopeContribution:
+def _role_contribution(message: Mapping[str, Any], role: Mapping[str, Any], app: App) -> EnvelopeContribution:
     """``via``, ``procedure`` and the procedure's text (the first time) of a message sent to a role."""
     from agent_link_core.records import EnvelopeContribution
 

@@ -3,7 +3,7 @@ in :data:`agent_link_waits.AGENT_LINK_HOOKSPECS`, so it is imported only when a 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 
 from agent_link_core.boundary import expect
 from agent_link_core.lazy import hookspec
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 
 @hookspec(firstresult=True, refuses=True, awaitable=True, bound_s=700.0,  # a wait's 600 s, its last poll and push
-          check=expect(lambda r: isinstance(r, Mapping) and isinstance(r.get("outcome"), str), "expected a wait's answer {'outcome': ...}"))
+          check=expect(lambda r: type(r) is dict and type(r.get("outcome")) is str, "expected a wait's answer {'outcome': ...}"))
 def agent_link_wait_for_reply(caller: Caller, message_id: str, timeout_ms: int, poll_ms: int, progress: Progress | None,
                               mark: bool, app: App) -> Awaitable[dict[str, Any]] | None:
     """Wait for the resolution of a message the caller sent: ``message_agent``'s ``waitForReply`` and ``agent-link send

@@ -23,6 +23,7 @@ from agent_link_web.context import AUTHOR_KEY, ORIGIN, page_person
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
     from typing import Any
     import click
 
@@ -62,7 +63,7 @@ def agent_link_before_send(message: OutgoingMessage, context: SendContext) -> li
 
 
 @hookimpl
-def agent_link_render_envelopes(messages: tuple[dict[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
+def agent_link_render_envelopes(messages: tuple[Mapping[str, Any], ...]) -> dict[str, EnvelopeContribution] | None:
     # only mail written here: the mark of mail from another machine is that machine's word, which no page here vouches for
     written = [m for m in messages if (m.get("metadata") or {}).get(AUTHOR_KEY) == ORIGIN and "machines" not in m["metadata"]]
     if not written:
