@@ -656,12 +656,12 @@ def run_blocking(factory: Callable[[], Awaitable[T]]) -> T:
 
 
 def timeout_from_env(env: Mapping[str, str]) -> int:
-    """``AGENT_LINK_HOOK_TIMEOUT_MS`` (0 = unbounded); a bad value keeps the default."""
+    """``AGENT_LINK_HOOK_TIMEOUT_MS`` (0 = unbounded); a bad value keeps the default (one above a day too: no timer takes it)."""
     try:
         value = int(env.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_MS)
     except ValueError:
         return DEFAULT_TIMEOUT_MS
-    return value if value == 0 or value >= 100 else DEFAULT_TIMEOUT_MS
+    return value if value == 0 or 100 <= value <= 86_400_000 else DEFAULT_TIMEOUT_MS
 
 
 def _awaitable(value: Any) -> bool:

@@ -56,8 +56,8 @@ CORE_SETTINGS: tuple[Setting, ...] = (
     Setting("AGENT_LINK_ADDRESS", "address", None, doc="this process's own address when no harness can tell it"),
     Setting("AGENT_LINK_DISABLE_PLUGINS", "str", "", doc="plugin names not to load (comma or space separated)"),
     Setting("AGENT_LINK_LOAD_PLUGINS", "str", None, doc="when set, the only plugins to load (comma or space separated; empty: none)"),
-    Setting("AGENT_LINK_HOOK_TIMEOUT_MS", "int", 30000, minimum=0, warning="hook_timeout_ignored",
-            doc="budget of one plugin call in ms; a call still running then is interrupted and answers nothing (0: no budget)"),
+    Setting("AGENT_LINK_HOOK_TIMEOUT_MS", "int", 30000, minimum=0, maximum=86_400_000, warning="hook_timeout_ignored",
+            doc="budget of one plugin call in ms; a call still running then is interrupted and answers nothing (0: no budget; at most a day)"),
     Setting("AGENT_LINK_DEBUG", "flag", False, doc="debug logging and hook-call tracing to the log file"),
     Setting("AGENT_LINK_LOG_LEVEL", "choice", None, choices=("error", "warn", "info", "debug"), doc="log level"),
     Setting("AGENT_LINK_LOG_FILE", "path", None, doc="log file (default <state>/logs/agent-link.log)"),
@@ -69,8 +69,8 @@ CORE_SETTINGS: tuple[Setting, ...] = (
             doc="agent-link mcp answers initialize and tools/list from its start-up cache while loading"),
     Setting("AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20, warning="reminder_limit_ignored",
             doc="reminders per message before it becomes unresolved (0-20)"),
-    Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, warning="reminder_interval_ignored",
-            doc="reminder interval in ms (at least 30000)"),
+    Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, maximum=86_400_000, warning="reminder_interval_ignored",
+            doc="reminder interval in ms (30000-86400000, a day)"),
 )
 
 
@@ -109,7 +109,7 @@ class Config:
 
     @property
     def reminder_interval_ms(self) -> int:
-        """Time between reminders, in ms (at least 30000)."""
+        """Time between reminders, in ms (30000-86400000)."""
         return int(self.values["AGENT_LINK_REMINDER_INTERVAL_MS"])
 
     def env_report(self) -> dict[str, Any]:

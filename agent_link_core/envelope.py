@@ -20,7 +20,8 @@ MAX_ESCAPED_CHARS = 131072
 # the envelope in pages (agent_link_core.reading, fitted by plugins/budgets).
 MAX_ENVELOPE_BODY_CHARS = 5 * MAX_BODY_BYTES
 MAX_ATTR_CODEPOINTS = 256
-_YEAR_10000_S = 253_402_300_800  # 10000-01-01T00:00:00Z in seconds since the epoch
+#: the first and last epoch ms :func:`iso_ms` can show (0001-01-01T00:00:00.000Z, 9999-12-31T23:59:59.999Z)
+FIRST_MS, LAST_MS = -62_135_596_800_000, 253_402_300_799_999
 INVISIBLE_RUN_CAP = 16
 
 NOTICE_TEXT = (
@@ -232,30 +233,27 @@ def render_element(name: str, attrs: Sequence[tuple[str, str | None]], text: str
 def iso_ms(ms: int) -> str:
     """Format epoch milliseconds as ISO 8601 UTC with milliseconds: ``YYYY-MM-DDTHH:MM:SS.mmmZ``.
 
-    :param ms: milliseconds since the Unix epoch (negative values are before 1970).
+    :param ms: milliseconds since the Unix epoch (negative values are before 1970); one outside years 1–9999 (stored before
+        a check refused it) shows as the nearest time inside (:data:`FIRST_MS`, :data:`LAST_MS`): a read never fails.
     :raises TypeError: if ``ms`` is not an ``int`` (``bool`` is refused too).
-    :raises ValueError: if the time falls outside years 1–9999.
     """
     if not isinstance(ms, int) or isinstance(ms, bool):
         raise TypeError(f"ms must be int, not {type(ms).__name__}")
+    ms = min(max(ms, FIRST_MS), LAST_MS)
     seconds, millis = divmod(ms, 1000)  # floor division keeps pre-1970 millis positive
-    if 0 <= seconds < _YEAR_10000_S:  # the C clock's calendar is the same here, and every envelope has a time
+    if 0 <= seconds:  # the C clock's calendar is the same here, and every envelope has a time
         t = time.gmtime(seconds)
     else:
         from datetime import datetime, timedelta, timezone
 
-        try:
-            t = (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)).timetuple()
-        except OverflowError as exc:
-            raise ValueError(f"timestamp {ms} ms is out of range") from exc
+        t = (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)).timetuple()
     return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z"
 
 
-def _safe_iso(ms: object) -> str:
-    try:
-        return iso_ms(ms)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+def _safe_iso(ms: object) -> str:  # an envelope shows a time outside years 1-9999 as invalid, never the nearest one
+    if not isinstance(ms, int) or isinstance(ms, bool) or not FIRST_MS <= ms <= LAST_MS:
         return INVALID
+    return iso_ms(ms)
 
 
 def _party(address: object) -> str:

@@ -12,7 +12,7 @@ import sys
 import time
 
 from agent_link_core.addresses import ANTICIPATIONS, MESSAGE_ID_WORDS, address_scheme, is_address, is_ulid
-from agent_link_core.envelope import MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
+from agent_link_core.envelope import FIRST_MS, LAST_MS, MAX_BODY_BYTES, EnvelopeMessage, escape_text, iso_ms, render_envelope, sanitize_text
 from agent_link_core.errors import AgentLinkError, invalid_arguments
 from agent_link_core.json_files import dumps, loads
 from agent_link_core.store import is_corruption, now_ms
@@ -74,7 +74,7 @@ def ulid_of_uuid(value: str) -> str | None:
 
 def parse_iso_ms(value: str, path: str) -> int:
     """Parse an ISO 8601 timestamp that carries a timezone into epoch ms (``path``: the argument's name, for the error);
-    ``invalid_arguments`` (rule ``format`` or ``timezone``, with an ``example`` of a valid value) otherwise."""
+    ``invalid_arguments`` (rule ``format``/``timezone`` with an ``example`` of a valid value, ``range``: outside years 1-9999 UTC)."""
     from datetime import datetime
 
     expected = "ISO 8601 date-time with a timezone"
@@ -84,7 +84,10 @@ def parse_iso_ms(value: str, path: str) -> int:
         raise invalid_arguments([{"path": path, "rule": "format", "expected": expected, "example": "2030-01-31T17:00:00Z"}]) from None
     if parsed.tzinfo is None:
         raise invalid_arguments([{"path": path, "rule": "timezone", "expected": expected, "example": "2030-01-31T17:00:00+01:00"}])
-    return int(parsed.timestamp() * 1000)
+    ms = int(parsed.timestamp() * 1000)
+    if not FIRST_MS <= ms <= LAST_MS:  # (its zone moved it out of years 1-9999) no reader could show it
+        raise invalid_arguments([{"path": path, "rule": "range", "expected": "a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"}])
+    return ms
 
 
 def check_labels(anticipation: str | None, reply_by: str | None, wait_for_reply: bool, now: int) -> tuple[str, int | None]:

@@ -348,7 +348,20 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> t
             exc.hint = "; ".join(f"{r['argument']} as {_a(r['form'])} was removed: give {r['replacement']}" if "form" in r
                                  else f"{r['argument']} was replaced by {r['replacement']}" for r in removed)
         raise exc
-    return args, warnings
+    return {key: _whole(props.get(key, {}), value) for key, value in args.items()}, warnings
+
+
+def _whole(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` with every whole-number float (``2.0``) the schema types ``integer`` made an ``int``, nested ones too."""
+    if isinstance(value, float):
+        alternatives = [a for a in (schema, *schema.get("anyOf", ()), *schema.get("oneOf", ())) if isinstance(a, Mapping)]
+        return int(value) if value.is_integer() and any("integer" in _types(a) for a in alternatives) else value
+    if isinstance(value, dict):
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        return {k: _whole(props.get(k, extra if isinstance(extra, Mapping) else {}), v) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [_whole(schema["items"], v) for v in value]
+    return value
 
 
 def _message_id(value: str) -> str:

@@ -45,7 +45,7 @@ AGENT_LINK_SETTINGS = {"agent_link_codex.plugin": (
     {"name": "AGENT_LINK_CODEX_TRANSPORT", "kind": "choice", "default": "unix", "aliases": ("CODEX_AGENT_LINK_APP_SERVER_TRANSPORT",), "choices": ("unix", "ws-token"),
      "doc": "how the private app-server listens: unix socket or token-protected loopback WebSocket"},
     {"name": "AGENT_LINK_CODEX_IDLE_MS", "kind": "int", "default": 300000, "aliases": ("CODEX_AGENT_LINK_APP_SERVER_IDLE_MS",), "minimum": 0,
-     "doc": "stop the private app-server after this many ms without requests (0 = never)"},
+     "maximum": 86400000, "doc": "stop the private app-server after this many ms without requests (0 = never; at most 86400000, a day)"},
     {"name": "AGENT_LINK_CODEX_STARTUP_TIMEOUT_MS", "kind": "int", "default": 15000, "aliases": ("CODEX_AGENT_LINK_APP_SERVER_STARTUP_MS",), "minimum": 500, "maximum": 120000,
      "doc": "how long the private app-server may take to start, in ms"},
     {"name": "AGENT_LINK_MANAGED_DIR", "kind": "path", "aliases": ("CODEX_AGENT_LINK_STATE_DIR",),

@@ -74,7 +74,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "AGENT_LINK_CODEX_IDLE_MS", "int", DEFAULT_IDLE_MS, aliases=("CODEX_AGENT_LINK_APP_SERVER_IDLE_MS",),
-        minimum=0, doc="stop the private app-server after this many ms without requests (0 = never)",
+        minimum=0, maximum=86_400_000, doc="stop the private app-server after this many ms without requests (0 = never; at most 86400000, a day)",
     ),
     Setting(
         "AGENT_LINK_CODEX_STARTUP_TIMEOUT_MS", "int", DEFAULT_STARTUP_TIMEOUT_MS,

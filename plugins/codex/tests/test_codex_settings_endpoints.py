@@ -60,7 +60,7 @@ def test_aliases_bare_program_names_and_health_report(isolated_env: Path, monkey
     monkeypatch.setenv("AGENT_LINK_CODEX_IDLE_MS", "-5")
     with pytest.raises(AgentLinkError) as refused:  # out of range: refused naming value and range, as every setting
         App.create()
-    assert "AGENT_LINK_CODEX_IDLE_MS='-5' is invalid: expected a whole number of at least 0" in refused.value.message
+    assert "AGENT_LINK_CODEX_IDLE_MS='-5' is invalid: expected a whole number from 0 to 86400000" in refused.value.message
     monkeypatch.delenv("AGENT_LINK_CODEX_IDLE_MS")
     app = App.create()
     try:

@@ -31,8 +31,8 @@ def machines() -> None:
 
 @machines.command("run", epilog=EXIT_HELP)
 @click.option("--if-none", is_flag=True, help="Exit 0 at once, silently, when another relay of this state dir runs (how MCP servers start it).")
-@click.option("--until-idle", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
-              help="Stop once the outbox is empty and nothing was sent or received for SECONDS (how a send from the CLI starts it).")
+@click.option("--until-idle", type=click.FloatRange(min=1, max=86_400), default=None, metavar="SECONDS",
+              help="Stop once the outbox is empty and nothing was sent or received for SECONDS, at most a day (how a send from the CLI starts it).")
 @click.pass_context
 def run(ctx: click.Context, if_none: bool, until_idle: float | None) -> None:
     """Run this machine's relay in the foreground until stopped (SIGTERM or Ctrl-C).
