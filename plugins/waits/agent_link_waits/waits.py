@@ -46,6 +46,8 @@ MAX_WAIT_MS = 660_000
 #: how long the note of a ``waitForReply`` send holds its answer before its wait takes it over (:meth:`Waits.hold`): the
 #: wait starts within the bound of one tool call (:data:`MAX_WAIT_PER_CALL_MS`), or never
 HOLD_MS = 60_000
+#: how long a wait's note still holds the reply it returned while the answer is written and the reply marked (then ended)
+TAKEN_HOLD_MS = 30_000
 #: how much undelivered mail :meth:`Waits.held` looks at
 HELD_SCAN = 500
 
@@ -91,13 +93,14 @@ def waits_of(app: App) -> Waits:
 def held(app: App, address: str, rows: list[Any] | None = None) -> set[str]:
     """Of ``rows`` (None: ``address``'s undelivered mail, at most :data:`HELD_SCAN`), the ids a running wait, in this
     process or another (:func:`live_keys`), is about to return: the answer to the message it waits on, or any message
-    from the agent it waits for. Reads no message when nobody waits (this plugin's ``agent_link_held_messages``)."""
+    from the agent it waits for, or the reply it returned and has yet to mark (``id:``). Reads no message when nobody waits (this plugin's ``agent_link_held_messages``)."""
     here = _WAITS.get(app) if _WAITS is not None else None
     keys = set(here.waiting if here is not None else ()) | live_keys(app.store, address)
     if not keys:
         return set()
     rows = app.mailbox.open_for(address, HELD_SCAN, undelivered_only=True) if rows is None else rows
-    return {row["id"] for row in rows if f"from:{row['from_addr']}" in keys or f"reply:{row['reply_to']}" in keys}
+    return {row["id"] for row in rows
+            if f"from:{row['from_addr']}" in keys or f"reply:{row['reply_to']}" in keys or f"id:{row['id']}" in keys}
 
 
 class Waits:
@@ -141,7 +144,7 @@ class Waits:
         :returns: ``outcome`` reply | declined | done | unresolved | expired | turn_completed | idle | timeout, the reply (enveloped)
             when there is one, ``capped`` and ``requestedTimeoutMs`` when the cap applied.
         """
-        from agent_link_core.tools.registry import client_gone
+        from agent_link_core.tools.registry import AFTER_WRITE, client_gone
         start = time.monotonic()
         cap_ms, every_ms = self.wait_limits()
         capped = progress is None and timeout_ms > cap_ms
@@ -197,7 +200,15 @@ class Waits:
             self.waiting[key] -= 1
             if not self.waiting[key]:
                 del self.waiting[key]
-            end(self.store, noted)
+            later = AFTER_WRITE.get()
+            if noted is not None and taken is not None and not client_gone() and (later is not None or not mark):
+                # The reply is marked once the answer is written (by the transport, or by a caller that marks it): until then
+                # the note holds it alone, or a push in between would deliver it again. It lapses if no mark comes.
+                renew(self.store, noted, lapse_ms=TAKEN_HOLD_MS, key=f"id:{taken}")
+                if later is not None:
+                    later.append(functools.partial(end, self.store, noted))
+            else:
+                end(self.store, noted)
             if push_left:
                 await self._push_left_by_wait(caller.address, taken)
 
@@ -330,10 +341,12 @@ def begin(store: Store, address: str, key: str, lapse_ms: int = MAX_WAIT_MS) -> 
         return None
 
 
-def renew(store: Store, wait_id: int) -> None:
-    """Date the wait :func:`begin` noted as starting now (it runs for up to :data:`MAX_WAIT_MS`); a failed write leaves it as it was."""
+def renew(store: Store, wait_id: int, lapse_ms: int = MAX_WAIT_MS, key: str | None = None) -> None:
+    """Date the wait :func:`begin` noted so that every process counts it as running for ``lapse_ms`` (ms) from now, holding
+    ``key`` instead when given (``id:<message id>``: that message only); a failed write leaves it as it was."""
     with contextlib.suppress(AgentLinkError, sqlite3.Error), store.write() as conn:
-        conn.execute("UPDATE active_waits SET started_at = ? WHERE id = ?", (now_ms(), wait_id))
+        conn.execute("UPDATE active_waits SET started_at = ?, key = COALESCE(?, key) WHERE id = ?",
+                     (now_ms() - (MAX_WAIT_MS - lapse_ms), key, wait_id))
 
 
 def end(store: Store, wait_id: int | None) -> None:

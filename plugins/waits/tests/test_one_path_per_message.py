@@ -305,3 +305,44 @@ def test_a_wait_is_noted_while_another_process_writes(apps: Any) -> None:
         later.join()
         other.close()
     assert live_keys(waiter.store, "stub:alice") == {"reply:01M946W8EZCNHJWE2ZAZZ3MFZM"}
+
+
+@pytest.mark.parametrize("written", [True, False])
+async def test_a_reply_a_wait_returned_stays_held_until_its_answer_is_written(apps: Any, plugin: Plugin, written: bool) -> None:
+    """Over an MCP transport a wait's reply is marked once the answer is written (``AFTER_WRITE``): until then its note
+    holds that reply alone, so a replier's push in between leaves it (seen in CI with a real Codex app-server: the reply
+    was steered into the turn as well as returned). The mark ends the note; an answer never written lets it lapse."""
+    from agent_link_core.tools.registry import AFTER_WRITE
+    from agent_link_waits import waits as waits_module
+
+    waiter, sender = apps
+    asked = await waiter.send(caller=ALICE, to="team:carol", body="ready?", anticipation="reply")
+    other = await sender.send(caller=CAROL, to="stub:alice", body="unrelated, pushed as usual")
+    later: list[Any] = []
+    token = AFTER_WRITE.set(later)  # the transport's, in the context of the tool call's handler
+    try:
+        task = asyncio.ensure_future(waits_of(waiter).wait(caller=ALICE, agent="team:carol", reply_to=asked.message["id"],
+                                                           timeout_ms=20_000, poll_ms=100))
+    finally:
+        AFTER_WRITE.reset(token)
+    real_push, reply_row = sender.outbox.push, None
+
+    async def push_after_the_wait(row: Any, options: Any) -> Any:
+        nonlocal reply_row
+        reply_row = row
+        assert (await task)["reply"]["id"] == row["id"]  # returned, its answer not yet written
+        return await real_push(row, options)
+
+    sender.outbox.push = push_after_the_wait  # type: ignore[method-assign]
+    answered = await sender.reply(caller=CAROL, message_id=asked.message["id"], message="yes")
+    assert reply_row is not None and sender.mailbox.has_event(answered["messageId"], "held_for_wait"), answered
+    assert plugin.stub.pushed == [] and sender.harnesses["stub"].pushed == [other.message["id"]]  # type: ignore[attr-defined]
+    if written:
+        for mark in later:
+            mark()
+        assert waiter.mailbox.stored(answered["messageId"])["delivered_via"] == "wait"
+        assert waiter.store.conn.execute("SELECT COUNT(*) FROM active_waits").fetchone()[0] == 0
+    else:  # the answer never reached the client: once the note lapses the reply is left to the next read or push
+        assert waiter.mailbox.stored(answered["messageId"])["delivered_via"] is None
+        waiter.store.conn.execute("UPDATE active_waits SET started_at = started_at - ?", (waits_module.TAKEN_HOLD_MS + 1,))
+        assert waits_module.held(waiter, "stub:alice") == set()
