@@ -15,6 +15,9 @@ import pytest
 
 from agent_link_core import hookimpl
 
+#: the stderr line of a render that begins its hang (test_web_panel_faults.py waits for it)
+HANGING = "faultypanel: the render hangs now"
+
 
 class FaultyPanelPlugin:
     @hookimpl
@@ -23,6 +26,7 @@ class FaultyPanelPlugin:
 
         def render(app: Any) -> PanelView:
             if os.environ.get("WEB_FAULT") == "hang":
+                print(HANGING, file=sys.stderr, flush=True)  # a test waits for it
                 time.sleep(3600)
             return PanelView(["a"], [["fine"]])
 
