@@ -295,8 +295,11 @@ _TIMER = object()  # the argument of the timer's Overran: one a plugin raised it
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
-    if _frames and time.monotonic() >= _frames[-1].deadline:  # only the code running now is blamed
-        raise Overran(_TIMER)
+    now = time.monotonic()
+    if _frames and now >= _frames[-1].deadline:  # only the code running now is blamed
+        # not again while the last one is unwound (for 5 s more): its cleanup may run where none could propagate (a weakref callback)
+        if not isinstance(sys.exc_info()[1], Overran) or now >= _frames[-1].deadline + 5:
+            raise Overran(_TIMER)
 
 
 def watch_interrupts() -> None:
