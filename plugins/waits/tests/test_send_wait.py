@@ -216,3 +216,37 @@ def test_interrupting_wait_exits_130_and_says_how_to_wait_again(isolated_env: Pa
             waiter.wait()
     assert waiter.returncode == 130 and "Aborted" not in err and "Traceback" not in err, err
     assert f"stopped waiting for {mid}; `agent-link wait {mid}` waits again" in err and out == ""
+
+
+#: ``agent-link ARGS`` (``python -c``) with a Ctrl-C raised where one landed in CI: in the boundary's own frame, between
+#: two steps of the wait (it is suspended in its sleep), not inside the wait
+CTRL_C_BETWEEN_STEPS = """
+import os, signal, sys
+from agent_link_core import boundary
+from agent_link_waits import waits
+slept, real_arm, real_wait = [], boundary._arm, waits.Wakeup.wait
+def wait(self, *args):
+    slept.append(True)  # the wait suspends in its sleep now
+    return real_wait(self, *args)
+def arm(budget_s):
+    if slept and sys._getframe(1).f_code.co_name == "stepped":  # its next step, about to be taken
+        os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C: its KeyboardInterrupt comes here, in the boundary's frame
+    return real_arm(budget_s)
+waits.Wakeup.wait, boundary._arm = wait, arm
+sys.argv[0] = "agent-link"
+from agent_link_core.entry import main
+main()
+"""
+
+
+def test_a_ctrl_c_between_two_steps_of_the_wait_ends_it_cleanly(isolated_env: Path) -> None:
+    """The wait, suspended while the Ctrl-C goes through the code that drives it, cleans up before the command exits
+    (CI once printed 'Exception ignored in: <coroutine object Waits.wait ...>': its cleanup ran at exit, on a closed
+    database)."""
+    mid = sent_id("team:bob", "answer me", "--from", "team:alice", "--anticipation", "reply")
+    args = ("wait", mid, "--from", "team:alice", "--timeout-ms", "600000")
+    waited = subprocess.run([sys.executable, "-c", CTRL_C_BETWEEN_STEPS, *args], capture_output=True, text=True,
+                            env={**os.environ, **core_env(args, plugins=("waits",))}, timeout=RUN_BOUND_S,
+                            preexec_fn=ctrl_c_works)
+    assert waited.returncode == 130, waited.stderr
+    assert waited.stderr.splitlines()[1:] == [f"stopped waiting for {mid}; `agent-link wait {mid}` waits again"], waited.stderr
