@@ -45,6 +45,9 @@ HUNG = "did not return within"
 #: a hook that hung is skipped by every process of the state dir for this long (s), then tried again
 HUNG_SKIP_S = 600
 HUNG_FIX = "A hook must return quickly; do I/O in a harness's async methods."
+#: the budget of a synchronous call made under the database's write lock is this share of the busy timeout at most, so
+#: a hang there is interrupted well before the other processes' writes give up waiting for the lock (``state_busy``)
+LOCKED_SHARE = 4
 
 
 def disable_hint(plugin: str) -> str:
@@ -392,6 +395,9 @@ class Boundary:
         self.sink: Callable[[dict[str, Any]], None] | None = None
         #: ``{plugin: {hook: [calls, last ms, slowest ms]}}`` of every guarded call
         self.timings: dict[str, dict[str, list[float]]] = {}
+        #: the store's connection (the App sets it): while its transaction is open, a call's budget is at most :attr:`locked_ms`
+        self.held: Any = None
+        self.locked_ms = DEFAULT_TIMEOUT_MS
         watch_interrupts()
 
     def fault(self, plugin: str, hook: str, error: str, *, fix: str = "", disable: bool = False,
@@ -463,16 +469,16 @@ class Boundary:
         timing[:] = timing[0] + 1, ms, max(timing[2], ms)
 
     def contain(self, exc: BaseException, plugin: str, hook: str, sigints_before: int, *,
-                passing: tuple[type[BaseException], ...] = (), disable: bool = False, prefix: str = "") -> bool:
+                passing: tuple[type[BaseException], ...] = (), disable: bool = False, prefix: str = "", budget_ms: int = 0) -> bool:
         """Record ``exc`` as ``plugin``'s fault in ``hook``; False (the caller re-raises it) when it is not the
-        plugin's: :func:`plugin_fault`, one of the ``passing`` types."""
+        plugin's: :func:`plugin_fault`, one of the ``passing`` types. ``budget_ms``: the call's, when not the hook budget."""
         if not plugin_fault(exc, sigints_before) or isinstance(exc, passing):
             return False
         if isinstance(exc, Refused):
             return True  # recorded by the register callback, which left the plugin out
         if isinstance(exc, Overran) and exc.args == (_TIMER,):
             self.hung[(plugin, hook)] = math.inf
-            self.fault(plugin, hook, f"{HUNG} {self.timeout_ms} ms and was interrupted; not called again "
+            self.fault(plugin, hook, f"{HUNG} {budget_ms or self.timeout_ms} ms and was interrupted; not called again "
                        f"in this process or for {HUNG_SKIP_S // 60} min in others", fix=HUNG_FIX, disable=disable)
         else:
             self.fault(plugin, hook, prefix + describe(exc), disable=disable, exc=exc)
@@ -495,7 +501,10 @@ class Boundary:
         sigints = _sigints
         token = _PLUGIN.set(plugin)
         out, sys.stdout = sys.stdout, sys.stderr  # a plugin's print never reaches stdout (MCP, --json, a hook's answer)
-        frame = _arm(self.timeout_ms / 1000)
+        budget_ms = self.timeout_ms
+        if budget_ms and self.held is not None and self.held.in_transaction:  # under the write lock every other writer waits
+            budget_ms = min(budget_ms, self.locked_ms)
+        frame = _arm(budget_ms / 1000)
         started = time.monotonic() if frame is None else frame.started
         try:
             result = fn(*args, **kwargs)
@@ -503,7 +512,7 @@ class Boundary:
             problem = check(result, plugin) if check is not None and result is not None else None
         except BaseException as exc:
             _disarm(frame)
-            if not self.contain(exc, plugin, hook, sigints, passing=passing, disable=disable, prefix=prefix):
+            if not self.contain(exc, plugin, hook, sigints, passing=passing, disable=disable, prefix=prefix, budget_ms=budget_ms):
                 raise
             return default
         finally:

@@ -144,6 +144,7 @@ def agent_link_before_store(message: OutgoingMessage, context: SendContext, conn
     Called for every new message (not a resend under a stored id) after ``agent_link_before_send``, inside the write
     transaction that inserts it, so what concurrent sends stored counts; for a reply that resolves the message it
     answers, just before the resolution's transaction.
+    Under the write lock its budget is a quarter of the busy timeout (docs/plugins.md, section 3).
 
     :param message: the message about to be stored (read it, do not change it).
     :param context: the send's context as ``agent_link_before_send`` left it (``chosen_id``: the caller chose the id).
@@ -182,7 +183,7 @@ def agent_link_on_event(event: Event, app: App) -> None:
 @hookspec
 def agent_link_record_event(event: Event, conn: sqlite3.Connection, app: App) -> None:
     """Write rows that must be stored together with a mailbox change. Called inside the transaction before the commit,
-    after a savepoint; no I/O outside the database.
+    after a savepoint; no I/O outside the database. Under the write lock its budget is a quarter of the busy timeout.
 
     :param event: the :class:`~agent_link_core.records.Event` about to be committed; ``event.notes`` carries facts to
         this plugin's own ``agent_link_on_event``.
