@@ -14,6 +14,8 @@ its ``tmp_path``, servers listen on ports the system picks, and nothing here is 
 """
 
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,14 @@ def valid_schemas_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the JSON schemas it found valid (agent_link_core.tools.registry.check_schema): some 90
     schemas, about half a second of CPU per process, checked once per test process instead."""
     return tmp_path_factory.getbasetemp() / "valid-schemas"
+
+
+@pytest.fixture(autouse=True)
+def sigint_restored() -> Iterator[None]:
+    """A command run in this process ends ignoring Ctrl-C (agent_link_core.cli_run.ignore_ctrl_c): the next test gets the handler back."""
+    handler = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, handler)
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import click
 
 from agent_link_core import __version__
 from agent_link_core.cli_run import (EXIT_HELP, EXIT_UNKNOWN, FAST_COMMANDS, FROM, JSON, NDJSON, READER_FROM, Command, Param,  # noqa: F401
-                                     emit, fail, get_app, guarded, import_target, interrupted, plugin_hooks, run_async, sender_params,
+                                     emit, fail, get_app, guarded, ignore_ctrl_c, import_target, interrupted, plugin_hooks, run_async, sender_params,
                                      usage_line, who_am_i)
 from agent_link_core.cli_text import printable
 from agent_link_core.errors import AgentLinkError
@@ -75,6 +75,8 @@ class AgentLinkGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:  # the waiting commands catch it first and say more
             interrupted(ctx.invoked_subcommand)
+        finally:  # done: click's teardown would turn a Ctrl-C into a blank line and Abort
+            ignore_ctrl_c()
 
     def _load_core_command(self, name: str) -> None:
         target = self._unloaded.pop(name, None)

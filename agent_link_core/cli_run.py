@@ -106,6 +106,8 @@ class Command:
             fail(exc)
         except KeyboardInterrupt:
             interrupted(self.name)
+        finally:
+            ignore_ctrl_c()
 
 
 def command(*params: Param, reader: bool = False) -> Callable[[Callable[..., Any]], Command]:
@@ -393,8 +395,22 @@ def run_async(coro: Any, inline: bool = False) -> Any:
         fail(exc)
 
 
+def ignore_ctrl_c() -> None:
+    """Ignore Ctrl-C from here on: the command has finished (its output is out) or is saying why it stopped; a Ctrl-C now
+    would only print a second line, or (once Python's shutdown gives SIGINT its default action back) kill the process by
+    the signal. The main thread's to do (elsewhere nothing changes); a test that runs commands in its process restores it."""
+    import _signal
+
+    try:
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    except ValueError:
+        pass
+
+
 def interrupted(command: str | None = None) -> NoReturn:
-    """End a command stopped by Ctrl-C: one stderr line naming ``command`` (its path after ``agent-link``), exit 130."""
+    """End a command stopped by Ctrl-C: one stderr line naming ``command`` (its path after ``agent-link``), exit 130;
+    another Ctrl-C from here on is ignored (it would print a second line)."""
+    ignore_ctrl_c()
     where = f"agent-link {command}" if command else "agent-link"
     echo(f"{where}: stopped by Ctrl-C (what it had finished stays done).", err=True)
     sys.exit(130)

@@ -12,12 +12,17 @@ PARENT_PID = os.getppid()
 
 def main() -> None:
     """Run ``agent-link``; exits with the command's status. A Ctrl-C that no command caught (it came while starting up)
-    ends it with one stderr line and exit 130 (the prompt hook's: exit 0, it fails open), never a traceback."""
-    try:
-        _run(sys.argv[1:])
-    except KeyboardInterrupt:
-        import _signal  # built in: loaded at start-up
+    ends it with one stderr line and exit 130 (the prompt hook's: exit 0, it fails open), never a traceback. A Ctrl-C
+    once the command has finished is ignored: it exits with the command's status (Python's shutdown would give SIGINT its
+    default action back, and the process would die by the signal)."""
+    import _signal  # built in: loaded at start-up
 
+    try:
+        try:
+            _run(sys.argv[1:])
+        finally:
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # cli_run.ignore_ctrl_c, without importing it
+    except KeyboardInterrupt:
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a second Ctrl-C does not interrupt the goodbye
         if sys.argv[1:2] == ["hook"]:
             sys.stderr.write("agent-link hook: stopped by Ctrl-C; nothing was done, the host goes on without agent-link's note\n")

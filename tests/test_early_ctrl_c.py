@@ -67,3 +67,28 @@ def test_an_early_ctrl_c_prints_one_line_and_no_traceback(command: list[str], st
             # one line for the Ctrl-C, the last (what the command said before it stays)
             assert status == stopped and err.count("Ctrl-C") == 1 and "Ctrl-C" in err.strip().splitlines()[-1], (status, err)
     assert said, "no run was stopped while agent-link's code ran: the test did not test it"
+
+
+@pytest.mark.parametrize("command", ["show", "plugins"], ids=["fast-path", "click"])
+def test_a_ctrl_c_as_a_command_ends_never_kills_it_by_the_signal(command: str) -> None:
+    """SIGINT after the command printed its first line, again and again until it exits (the tester's Ctrl-C just after
+    ``agent-link wait`` printed the reply): exit 0 and nothing on stderr, or 130 and one line; never death by SIGINT
+    (Python's shutdown gives SIGINT its default action back) nor click's blank line and ``Abort``."""
+    from agent_link_testing.cli_runner import seed
+
+    env = {**os.environ, "AGENT_LINK_ADDRESS": "test:bob"}
+    args = [AGENT_LINK, "show", seed(to="test:bob")] if command == "show" else [AGENT_LINK, "plugins"]
+    outcomes = []
+    for _ in range(15):
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        assert proc.stdout is not None and proc.stdout.readline()
+        while proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.0005)
+        _, err = proc.communicate(timeout=60)
+        said = err.decode("utf-8", "replace")
+        outcomes.append(proc.returncode)
+        assert (proc.returncode, said) == (0, "") or (proc.returncode == 130 and said.count("\n") == 1
+                                                      and said.startswith("agent-link") and "stopped by Ctrl-C" in said), (proc.returncode, said)
+    assert outcomes

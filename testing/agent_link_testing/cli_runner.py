@@ -15,6 +15,7 @@ import functools
 import importlib.metadata
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -88,7 +89,7 @@ def run_main(*args: str, env: Mapping[str, str | None] | None = None,
     from agent_link_core import discovery, entry
 
     assert args[:1] not in (("mcp",), ("hook",)), "start a real process for the server and the prompt hook"
-    argv, use_cache = sys.argv, discovery.USE_CACHE
+    argv, use_cache, on_sigint = sys.argv, discovery.USE_CACHE, signal.getsignal(signal.SIGINT)
     with CliRunner().isolation(input=stdin, env=env) as (out, err, _):
         sys.argv = ["agent-link", *args]
         try:
@@ -100,6 +101,7 @@ def run_main(*args: str, env: Mapping[str, str | None] | None = None,
                 print(exc.code, file=sys.stderr)
         finally:
             sys.argv, discovery.USE_CACHE = argv, use_cache
+            signal.signal(signal.SIGINT, on_sigint)  # a process's end ignores Ctrl-C (entry.main): this one goes on
             sys.stdout.flush()
             sys.stderr.flush()
         return subprocess.CompletedProcess(["agent-link", *args], code, out.getvalue().decode("utf-8", "backslashreplace"),
