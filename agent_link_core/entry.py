@@ -14,6 +14,8 @@ def main() -> None:
     """Run ``agent-link``; exits with the command's status. A Ctrl-C that no command caught (it came while starting up)
     ends it with one stderr line and exit 130 (the prompt hook's: exit 0, it fails open), never a traceback."""
     try:
+        if None in (sys.stdin, sys.stdout, sys.stderr):
+            _closed_streams(sys.argv[1:])
         _run(sys.argv[1:])
     except KeyboardInterrupt:
         import _signal  # built in: loaded at start-up
@@ -25,6 +27,38 @@ def main() -> None:
         from agent_link_core.cli_run import interrupted
 
         interrupted()
+
+
+class _Closed:
+    """A standard stream the process was started without (``>&-``, ``<&-``: Python makes it None): any use of it fails
+    as a closed descriptor does (OSError EBADF), which the commands report as for any other unreadable or lost stream."""
+
+    def flush(self) -> None:  # nothing is buffered: Python's own flush at exit finds nothing to lose
+        pass
+
+    def __getattr__(self, name: str) -> None:
+        import errno
+
+        raise OSError(errno.EBADF, "the stream is closed")
+
+
+def _closed_streams(argv: list[str]) -> None:
+    """Stand in for closed standard streams: stderr the null device (there is no one to tell), stdin :class:`_Closed` (the
+    hook's: the null device, no hook JSON). A closed stdout ends any command but the hook (which fails open), a closed
+    stdin ``mcp``, before it does anything: one line, exit 1."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the process's stderr until it exits
+    hook = argv[:1] == ["hook"]
+    if sys.stdin is None:
+        if argv[:1] == ["mcp"]:  # its client talks on stdin: there is none
+            sys.stderr.write("agent-link: could not read the input (stdin is closed); nothing was done.\n")
+            sys.exit(1)
+        sys.stdin = open(os.devnull) if hook else _Closed()  # type: ignore[assignment]  # noqa: SIM115 - the hook: no JSON
+    if sys.stdout is None:
+        if not hook:
+            sys.stderr.write("agent-link: could not write the output (stdout is closed); nothing was done.\n")
+            sys.exit(1)
+        sys.stdout = _Closed()  # type: ignore[assignment]
 
 
 def _run(argv: list[str]) -> None:
