@@ -30,35 +30,24 @@ def main() -> None:
 
 
 class _Closed:
-    """A standard stream the process was started without (``>&-``, ``<&-``: Python makes it None): any use of it fails
-    as a closed descriptor does (OSError EBADF), which the commands report as for any other unreadable or lost stream."""
-
-    def flush(self) -> None:  # nothing is buffered: Python's own flush at exit finds nothing to lose
-        pass
+    """A stream the process started without (``>&-``: Python makes it None): any use fails as a closed descriptor does."""
+    flush = staticmethod(lambda: None)  # Python's own flush at exit: nothing is buffered
 
     def __getattr__(self, name: str) -> None:
-        import errno
-
-        raise OSError(errno.EBADF, "the stream is closed")
+        raise OSError(9, "the stream is closed")  # EBADF
 
 
 def _closed_streams(argv: list[str]) -> None:
-    """Stand in for closed standard streams: stderr the null device (there is no one to tell), stdin :class:`_Closed` (the
-    hook's: the null device, no hook JSON). A closed stdout ends any command but the hook (which fails open), a closed
-    stdin ``mcp``, before it does anything: one line, exit 1."""
-    if sys.stderr is None:
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the process's stderr until it exits
+    """Closed stdio: stderr the null device, stdin :class:`_Closed` (the hook's: the null device); a closed stdout ends
+    any command but the hook (fail-open), a closed stdin ``mcp``, before it does anything: one line, exit 1."""
     hook = argv[:1] == ["hook"]
-    if sys.stdin is None:
-        if argv[:1] == ["mcp"]:  # its client talks on stdin: there is none
-            sys.stderr.write("agent-link: could not read the input (stdin is closed); nothing was done.\n")
-            sys.exit(1)
-        sys.stdin = open(os.devnull) if hook else _Closed()  # type: ignore[assignment]  # noqa: SIM115 - the hook: no JSON
-    if sys.stdout is None:
-        if not hook:
-            sys.stderr.write("agent-link: could not write the output (stdout is closed); nothing was done.\n")
-            sys.exit(1)
-        sys.stdout = _Closed()  # type: ignore[assignment]
+    sys.stderr = sys.stderr or open(os.devnull, "w")  # noqa: SIM115 - no one to tell
+    if (sys.stdout is None and not hook) or (sys.stdin is None and argv[:1] == ["mcp"]):
+        what = "write the output (stdout" if sys.stdout is None else "read the input (stdin"
+        sys.stderr.write(f"agent-link: could not {what} is closed); nothing was done.\n")
+        sys.exit(1)
+    sys.stdin = sys.stdin or (open(os.devnull) if hook else _Closed())  # type: ignore[assignment]  # noqa: SIM115
+    sys.stdout = sys.stdout or _Closed()  # type: ignore[assignment]
 
 
 def _run(argv: list[str]) -> None:

@@ -48,8 +48,8 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
         ``mark``) with the envelope's last page.
     :returns: the fields of :meth:`App.inbox` plus ``more`` (what is left and how to read it, or None), ``page``
         (``{messageId, offset, nextOffset, totalChars}`` or None), ``heldByActiveWait`` (mail left to a running wait,
-        counted in neither ``messages`` nor ``remainingCount``) and ``warnings`` when the fitting plugin failed;
-        ``remainingCount`` is the undelivered mail the read did not show (marking or not).
+        counted in neither ``messages`` nor ``remainingCount``: the unread mail not shown) and ``warnings`` when the
+        fitting plugin failed.
     :raises AgentLinkError: ``not_found``, ``wrong_recipient`` (another session's message), ``invalid_arguments`` (an
         offset past the envelope's end).
     """
@@ -126,9 +126,7 @@ def _more(remaining: int, page: dict[str, Any] | None) -> str | None:
     return f"{remaining} more message(s) wait: call read_agent_link_inbox again to read them." if remaining else None
 
 
-def _unshown(result: dict[str, Any], shown_unread: int) -> dict[str, Any]:
-    """``result`` of a read that left the ``shown_unread`` messages it shows whole unread: they no longer count as
-    remaining (a fitting plugin measured it counting them: the result only gets shorter)."""
+def _unshown(result: dict[str, Any], shown_unread: int) -> dict[str, Any]:  # fitted counting them: it only gets shorter
     left = max(result["remainingCount"] - shown_unread, 0)
     return {**result, "remainingCount": left, "more": _more(left, result["page"])} if shown_unread else result
 
@@ -153,9 +151,7 @@ def _page(app: App, caller: Caller, row: Any, offset: int, mark: bool, envelope:
     out = draft.result(total if end is None else end)
     if end in (None, total) and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
         out = _marked(app, caller.address, [row["id"]], [row["id"]], out["renderedBlock"], out["page"])
-    elif end in (None, total) and row["delivered_at"] is None:  # shown whole, left unread
-        out = _unshown(out, 1)
-    return _warned(out, warnings)
+    return _warned(out if out["markedDelivered"] or end not in (None, total) else _unshown(out, row["delivered_at"] is None), warnings)
 
 
 def _marked(app: App, address: str, marked: list[str], shown: list[str], block: str, page: dict[str, Any] | None) -> dict[str, Any]:

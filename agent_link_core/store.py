@@ -194,10 +194,7 @@ def corrupt_error(path: str, found: str) -> AgentLinkError:
 
 
 def recovery_step(path: str) -> str:
-    """The POSIX shell commands that rebuild the damaged database ``path`` with the sqlite3 shell: ``.recover`` (or
-    ``.dump`` where the shell lacks it, as Debian's does: no ``sqlite_dbpage``) into ``<path>.sql``, keeping what could
-    be read, replayed into ``<path>.recovered`` (files 0600); only a rebuilt file that passes ``integrity_check`` and has the
-    ``messages`` table replaces ``path`` (the damaged one kept as ``<path>.damaged-copy``)."""
+    """The POSIX shell commands rebuilding the damaged database ``path`` with the sqlite3 shell (docs/storage.md)."""
     import shlex
 
     db, sql, new = (shlex.quote(path + suffix) for suffix in ("", ".sql", ".recovered"))
