@@ -214,7 +214,7 @@ def get(name: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"version": 1, "name": setting.name, "value": value, "source": source}))
     else:
-        click.echo(f"{'' if value is None else value}\t({source})")
+        click.echo(f"{'(not set)' if value is None else value}\t({source})")
 
 
 @config.command("set")

@@ -440,6 +440,10 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
         kind = values.get("resolution", "reply")
         if kind not in ("reply", "decline", "done"):
             return _back(f"/c/{message_id}", error="Choose reply, decline or done.")
+        try:  # first the message: an answer to none is refused as such, not for its text
+            visibility.require(app.mailbox.require(message_id), f"message {message_id}")
+        except AgentLinkError as exc:  # no conversation of the person's to draw: said on a page that shows nothing
+            return _back(f"/c/{message_id}", error=exc.message)
         unfit = forms.unfit_message(values.get("message", ""), required=kind == "reply")
         try:
             if unfit is not None:  # refused as the mailbox refuses: the conversation drawn again with the typed answer
@@ -447,10 +451,6 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
             with as_person() as me:
                 await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
         except AgentLinkError as exc:
-            try:
-                visibility.require(app.mailbox.require(message_id), f"message {message_id}")
-            except AgentLinkError:  # no conversation of the person's to draw: said on a page that shows nothing
-                return _back(f"/c/{message_id}", error=exc.message)
             # drawn again with the typed answer, as a refused send is
             return await thread_page(message_id, 400, error=exc.message,
                                      answer={"messageId": message_id.upper(), "message": values.get("message", "")})
