@@ -370,7 +370,8 @@ def message_text(text: str | None, path: str | None) -> str:
         with open(path, "rb") if path is not None else contextlib.nullcontext(sys.stdin.buffer) as f:
             raw = f.read(MAX_BODY_BYTES + 1)
     except OSError as exc:
-        fail(invalid_arguments([{"path": "file", "rule": "readable", "expected": f"a readable file ({exc.strerror})"}]))
+        fail(invalid_arguments([{"path": "file" if path else "message", "rule": "readable",
+                                 "expected": f"a readable {source if path is None else 'file'} ({exc.strerror})"}]))
     if len(raw) > MAX_BODY_BYTES:  # read no further: its whole size is not known
         too_large("stdin" if path is None else "the file")
     try:

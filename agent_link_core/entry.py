@@ -19,17 +19,40 @@ def main() -> None:
 
     try:
         try:
+            if None in (sys.stdin, sys.stdout, sys.stderr):
+                _closed_streams(sys.argv[1:])
             _run(sys.argv[1:])
         finally:
-            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # cli_run.ignore_ctrl_c, without importing it
+            # cli_run.ignore_ctrl_c, without importing it; a second Ctrl-C does not interrupt the goodbye either
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     except KeyboardInterrupt:
-        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # a second Ctrl-C does not interrupt the goodbye
         if sys.argv[1:2] == ["hook"]:
             sys.stderr.write("agent-link hook: stopped by Ctrl-C; nothing was done, the host goes on without agent-link's note\n")
             sys.exit(0)
         from agent_link_core.cli_run import interrupted
 
         interrupted()
+
+
+class _Closed:
+    """A stream the process started without (``>&-``: Python makes it None): any use fails as a closed descriptor does."""
+    flush = staticmethod(lambda: None)  # Python's own flush at exit: nothing is buffered
+
+    def __getattr__(self, name: str) -> None:
+        raise OSError(9, "the stream is closed")  # EBADF
+
+
+def _closed_streams(argv: list[str]) -> None:
+    """Closed stdio: stderr the null device, stdin :class:`_Closed` (the hook's: the null device); a closed stdout ends
+    any command but the hook (fail-open), a closed stdin ``mcp``, before it does anything: one line, exit 1."""
+    hook = argv[:1] == ["hook"]
+    sys.stderr = sys.stderr or open(os.devnull, "w")  # noqa: SIM115 - no one to tell
+    if (sys.stdout is None and not hook) or (sys.stdin is None and argv[:1] == ["mcp"]):
+        what = "write the output (stdout" if sys.stdout is None else "read the input (stdin"
+        sys.stderr.write(f"agent-link: could not {what} is closed); nothing was done.\n")
+        sys.exit(1)
+    sys.stdin = sys.stdin or (open(os.devnull) if hook else _Closed())  # type: ignore[assignment]  # noqa: SIM115
+    sys.stdout = sys.stdout or _Closed()  # type: ignore[assignment]
 
 
 def _run(argv: list[str]) -> None:

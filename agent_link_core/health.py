@@ -105,17 +105,18 @@ def section_problems(sections: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def plugin_problems(plugins: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every broken plugin in :func:`plugins_view`'s answer, one ``{section: "plugins", plugin, message, hint}`` per fault:
-    left out (``failed``), of this process, met by other processes (``elsewhere``); health is not ok while any is."""
+    left out (``failed``), of this process, met by other processes (``elsewhere``: one per hook, its latest error and how
+    many processes met it); health is not ok while any is."""
     out = [{"section": "plugins", "plugin": name, "message": f"left out: {reason}", "hint": disable_hint(name)}
            for name, reason in plugins["failed"].items()]
     out += [{"section": "plugins", "plugin": p["plugin"], "message": f"{p['hook']}: {p['error']} ({p['count']}x)", "hint": p["fix"]}
             for p in plugins["problems"] if not (p["disabled"] and p["plugin"] in plugins["failed"])]  # else said above
-    seen: dict[tuple[str, str, str], list[Any]] = {}
-    for p in plugins["elsewhere"]:  # one entry per fault, however many processes met it
-        seen.setdefault((p["plugin"], p["hook"], p["error"]), []).append(p.get("fix"))
-    return out + [{"section": "plugins", "plugin": plugin, "hint": fixes[-1], "message": f"{hook}: {error} (in "
-                   f"{len(fixes)} other process{'es' if len(fixes) > 1 else ''} in the last day)"}
-                  for (plugin, hook, error), fixes in seen.items()]
+    seen: dict[tuple[str, str], list[Any]] = {}
+    for p in plugins["elsewhere"]:  # one line per hook, however many processes met it, whatever each said: the latest error
+        seen.setdefault((p["plugin"], p["hook"]), []).append(p)
+    counted = [(key, entries[-1], len({e.get("pid") for e in entries})) for key, entries in seen.items()]  # oldest first
+    return out + [{"section": "plugins", "plugin": plugin, "hint": last.get("fix"), "message": f"{hook}: {last['error']} (in "
+                   f"{n} other process{'es' if n > 1 else ''} in the last day)"} for (plugin, hook), last, n in counted]
 
 
 def plugins_view(app: App) -> dict[str, Any]:

@@ -48,7 +48,8 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
         ``mark``) with the envelope's last page.
     :returns: the fields of :meth:`App.inbox` plus ``more`` (what is left and how to read it, or None), ``page``
         (``{messageId, offset, nextOffset, totalChars}`` or None), ``heldByActiveWait`` (mail left to a running wait,
-        counted in neither ``messages`` nor ``remainingCount``) and ``warnings`` when the fitting plugin failed.
+        counted in neither ``messages`` nor ``remainingCount``: the unread mail not shown) and ``warnings`` when the
+        fitting plugin failed.
     :raises AgentLinkError: ``not_found``, ``wrong_recipient`` (another session's message), ``invalid_arguments`` (an
         offset past the envelope's end).
     """
@@ -74,7 +75,7 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
             envelopes.append(made if made is not None else next(making[-1]))
         return envelopes
 
-    def unmarked(n: int) -> dict[str, Any]:  # the result holding the first n messages
+    def unmarked(n: int) -> dict[str, Any]:  # the result holding the first n messages (fitted counting them as remaining)
         return _assemble(caller.address, [], views[:n], remaining, len(held), render_inbox(rendered(n)[:n]), None)
 
     remaining = _remaining(app, caller.address, held)
@@ -86,7 +87,7 @@ def inbox(app: App, caller: Caller, *, limit: int, mark: bool, include_open: boo
         return _page(app, caller, rows[0], 0, mark, rendered(1)[0])
     unread = [row["id"] for row in rows[:count] if row["delivered_at"] is None]
     if not (mark and unread):
-        return _warned(draft.result(count), warnings)
+        return _warned(_unshown(draft.result(count), len(unread)), warnings)
     marked = app.mailbox.mark_many_delivered(unread, "inbox")
     return _warned(_marked(app, caller.address, marked, [row["id"] for row in rows[:count]], render_inbox(rendered(count)[:count]),
                            None), warnings)
@@ -114,14 +115,20 @@ def _remaining(app: App, address: str, held: set[str]) -> int:  # undelivered ma
 
 def _assemble(address: str, marked: list[str], views: list[dict[str, Any]], remaining: int, held: int, block: str,
               page: dict[str, Any] | None) -> dict[str, Any]:  # ``held``: how many messages a wait holds
-    more = None
-    if page is not None and page["nextOffset"] is not None:
-        more = (f"This message continues: call read_agent_link_inbox with messageId {page['messageId']} and offset "
-                f"{page['nextOffset']} to read the next part.")
-    elif remaining:
-        more = f"{remaining} more message(s) wait: call read_agent_link_inbox again to read them."
     return {"address": address, "markedDelivered": marked, "messages": views, "openCount": sum(1 for v in views if v["open"]),
-            "remainingCount": remaining, "heldByActiveWait": held, "renderedBlock": block, "more": more, "page": page}
+            "remainingCount": remaining, "heldByActiveWait": held, "renderedBlock": block, "more": _more(remaining, page), "page": page}
+
+
+def _more(remaining: int, page: dict[str, Any] | None) -> str | None:
+    if page is not None and page["nextOffset"] is not None:
+        return (f"This message continues: call read_agent_link_inbox with messageId {page['messageId']} and offset "
+                f"{page['nextOffset']} to read the next part.")
+    return f"{remaining} more message(s) wait: call read_agent_link_inbox again to read them." if remaining else None
+
+
+def _unshown(result: dict[str, Any], shown_unread: int) -> dict[str, Any]:  # fitted counting them: it only gets shorter
+    left = max(result["remainingCount"] - shown_unread, 0)
+    return {**result, "remainingCount": left, "more": _more(left, result["page"])} if shown_unread else result
 
 
 def _page(app: App, caller: Caller, row: Any, offset: int, mark: bool, envelope: str | None = None) -> dict[str, Any]:
@@ -144,7 +151,7 @@ def _page(app: App, caller: Caller, row: Any, offset: int, mark: bool, envelope:
     out = draft.result(total if end is None else end)
     if end in (None, total) and mark and row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
         out = _marked(app, caller.address, [row["id"]], [row["id"]], out["renderedBlock"], out["page"])
-    return _warned(out, warnings)
+    return _warned(out if out["markedDelivered"] or end not in (None, total) else _unshown(out, row["delivered_at"] is None), warnings)
 
 
 def _marked(app: App, address: str, marked: list[str], shown: list[str], block: str, page: dict[str, Any] | None) -> dict[str, Any]:
@@ -184,8 +191,4 @@ def as_read(app: App, data: dict[str, Any], ids: list[str]) -> dict[str, Any]:
     data["messages"] = views
     if "openCount" in data:
         data["openCount"] = sum(1 for v in views if v.get("open"))
-    if "remainingCount" in data:  # a paged message is among ids once its last page is shown
-        left = data["remainingCount"] = max(data["remainingCount"] - len(ids), 0)
-        if "more" in data:
-            data["more"] = f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None
-    return data
+    return data  # remainingCount already leaves out what the read showed

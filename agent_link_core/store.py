@@ -189,8 +189,19 @@ def corrupt_error(path: str, found: str) -> AgentLinkError:
     return _io_error(path, "corrupt", "SQLITE_CORRUPT", f"SQLite reports the agent-link database {path} as damaged ({found}); writes are "
                      "refused so nothing more is lost, reads still work where they can.",
                      "Stop every agent-link process (close the agent sessions and hosts using it), then rebuild it with the "
-                     f"sqlite3 shell: sqlite3 '{path}' .recover | sqlite3 '{path}.recovered' && mv '{path}' '{path}.damaged-copy' "
-                     f"&& mv '{path}.recovered' '{path}'; start the sessions again.")
+                     f"sqlite3 shell (it replaces the file only with a rebuilt one that passes SQLite's check): {recovery_step(path)}; "
+                     "start the sessions again.")
+
+
+def recovery_step(path: str) -> str:
+    """The POSIX shell commands rebuilding the damaged database ``path`` with the sqlite3 shell (docs/storage.md)."""
+    import shlex
+
+    db, sql, new = (shlex.quote(path + suffix) for suffix in ("", ".sql", ".recovered"))
+    return (f"(umask 077; rm -f {new}; {{ sqlite3 {db} .recover > {sql} || sqlite3 {db} .dump > {sql}; }}; "
+            f"sed 's/^ROLLBACK; -- due to errors$/COMMIT;/' {sql} | sqlite3 {new}; "
+            f"sqlite3 {new} 'PRAGMA integrity_check' | grep -qx ok && sqlite3 {new} 'SELECT count(*) FROM messages' && "
+            f"mv {db} {shlex.quote(path + '.damaged-copy')} && mv {new} {db})")
 
 
 def not_ours_error(path: str, why: str) -> AgentLinkError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -77,3 +78,27 @@ def test_a_send_or_reply_whose_output_is_lost_says_what_was_stored(form: tuple[s
     assert json.loads(run_core("status", sent, "--from", "team:alice", "--json").stdout)["status"] == "replied"
     refused = to_full("send", "team:bob", "", "--from", "team:alice", *form)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr  # refused before anything was printed
+
+
+def closed(redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``agent-link ARGS`` started by sh with ``redirect`` (``>&-``, ``<&-``, ``2>&-``): Python's stream is None."""
+    command = " ".join(shlex.quote(a) for a in (AGENT_LINK, *args)) + f" {redirect}"
+    return subprocess.run(["sh", "-c", command], env={**os.environ, **core_env(args)}, capture_output=True, text=True,
+                          timeout=RUN_BOUND_S)
+
+
+def test_a_closed_stream_is_one_line_and_changes_nothing() -> None:
+    mid = sent_id("team:bob", "waiting", "--from", "team:alice")
+    nothing = "agent-link: could not write the output (stdout is closed); nothing was done.\n"
+    for args in (("inbox", "--as", "team:bob"), ("inbox", "--as", "team:bob", "--peek"), ("send", "team:bob", "lost", "--from", "team:alice"),
+                 ("health",), ("config", "list", "--json")):
+        proc = closed(">&-", *args)
+        assert (proc.returncode, proc.stderr) == (1, nothing), args
+    no_stdin = closed("<&-", "send", "team:bob", "-", "--from", "team:alice")
+    assert no_stdin.returncode == 2 and "stdin (the stream is closed)" in no_stdin.stderr and "Traceback" not in no_stdin.stderr
+    mcp = closed("<&-", "mcp")
+    assert (mcp.returncode, mcp.stderr) == (1, "agent-link: could not read the input (stdin is closed); nothing was done.\n")
+    quiet = closed("2>&-", "status", mid, "--from", "team:alice")  # no stderr: the command still runs and says its result
+    assert quiet.returncode == 0 and mid in quiet.stdout
+    peek = json.loads(run_core("inbox", "--as", "team:bob", "--peek", "--json").stdout)
+    assert [m["id"] for m in peek["messages"]] == [mid] and delivery_of(mid, "team:alice") == "queued"  # nothing sent, nothing read

@@ -911,3 +911,21 @@ async def test_a_retried_send_and_reply_are_stored_once() -> None:
         assert error["details"]["differs"] == ["message"]
         assert [m["id"] for m in (await alice.inbox())["messages"]] == [replied["messageId"]]
         assert len((await alice.ok("agent_link_mailbox_inspect"))["messages"]) == 2
+
+
+async def test_a_peek_counts_as_remaining_only_what_it_did_not_show() -> None:
+    """7 unread, a read of 2 that marks nothing: 5 wait (it said 7, counting the 2 it showed), over MCP and in the CLI."""
+    from agent_link_testing.cli_runner import run_core
+
+    ids = [await mail_from("team:alice", "team:bob", f"number {n}") for n in range(7)]
+    async with peers("team:bob") as (bob,):
+        peek = await bob.inbox(limit=2, markAsDelivered=False)
+        assert [m["id"] for m in peek["messages"]] == ids[:2] and peek["markedDelivered"] == []
+        assert peek["remainingCount"] == 5 and peek["more"].startswith("5 more message(s) wait")
+    cli = json.loads(run_core("inbox", "--as", "team:bob", "--peek", "--limit", "2", "--json").stdout)
+    assert (cli["remainingCount"], cli["more"][:6]) == (5, "5 more")
+    assert "5 more message(s) wait" in run_core("inbox", "--as", "team:bob", "--peek", "--limit", "2").stdout
+    listed = json.loads(run_core("inbox", "--as", "team:bob", "--all", "--limit", "2", "--json").stdout)
+    assert sorted(listed["markedDelivered"]) == ids[5:] and listed["remainingCount"] == 5  # the 2 newest shown (now read): 5 others
+    read = json.loads(run_core("inbox", "--as", "team:bob", "--limit", "2", "--json").stdout)
+    assert read["markedDelivered"] == ids[:2] and read["remainingCount"] == 3

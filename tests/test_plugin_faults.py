@@ -1254,3 +1254,27 @@ def test_an_overrun_being_unwound_is_not_interrupted_again_where_it_cannot_be_ra
     guard = boundary.Boundary(timeout_ms=200)
     assert guard.call("bad", "agent_link_on_event", hang, default="fallback") == "fallback"
     assert unraisable == [] and ("bad", "agent_link_on_event") in guard.hung
+@pytest.mark.installed_plugins("search")
+def test_failures_in_other_processes_are_counted_and_said_as_they_stand_now(isolated_env: Any) -> None:
+    """One line per hook, with the latest error and how many processes met it: each new failing process changes
+    both (the line kept the first error, and counted only the processes that said exactly that)."""
+    import os
+    import subprocess
+    import sys
+
+    from agent_link_testing.cli_runner import run_main
+
+    def fail_elsewhere(error: str) -> None:  # what a process records the first time a hook of a plugin fails in it
+        code = ("import sys; from agent_link_core import boundary; boundary.append_problem(sys.argv[1], {'plugin': 'search', "
+                "'hook': 'agent_link_on_event', 'error': sys.argv[2], 'fix': 'Update it.', 'disabled': False})")
+        subprocess.run([sys.executable, "-c", code, os.environ["AGENT_LINK_STATE_DIR"], error], check=True, timeout=60)
+
+    def said() -> list[str]:
+        return [p["message"] for p in json.loads(run_main("health", "--json").stdout)["problems"] if p.get("plugin") == "search"]
+
+    os.makedirs(os.environ["AGENT_LINK_STATE_DIR"], exist_ok=True)
+    fail_elsewhere("RuntimeError: boom 1")
+    assert said() == ["agent_link_on_event: RuntimeError: boom 1 (in 1 other process in the last day)"]
+    fail_elsewhere("RuntimeError: boom 2")
+    fail_elsewhere("RuntimeError: boom 2")
+    assert said() == ["agent_link_on_event: RuntimeError: boom 2 (in 3 other processes in the last day)"]

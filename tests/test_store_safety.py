@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import stat
 import subprocess
@@ -20,7 +21,7 @@ from agent_link_core.app import App
 from agent_link_core.cli import build_cli
 from agent_link_core.errors import AgentLinkError
 from agent_link_core.model import Caller
-from agent_link_core.store import Store
+from agent_link_core.store import Store, recovery_step
 from agent_link_testing.locks import hold_write_lock
 from agent_link_testing import tool_app
 from agent_link_testing.mcp_client import agent_link_mcp
@@ -193,6 +194,46 @@ async def test_corruption_stops_writes_and_health_fails(app: Any, isolated_env: 
     # Inbox reads go on without marking anything delivered.
     inbox = b.inbox(BOB)
     assert inbox["markedDelivered"] == [] and inbox["warnings"][0]["details"]["reason"] == "corrupt"
+
+
+SQLITE3 = shutil.which("sqlite3")
+
+
+@pytest.mark.skipif(SQLITE3 is None, reason="no sqlite3 shell on PATH: the printed recovery step runs it")
+@pytest.mark.anyio
+async def test_the_printed_recovery_step_rebuilds_a_damaged_database(app: Any, isolated_env: Path) -> None:
+    # Debian's sqlite3 3.40 has no sqlite_dbpage: its .recover fails and the step falls back to .dump
+    a = app()
+    sent = [await send(a, f"message {n}") for n in range(3)]
+    db = Path(a.store.path)
+    a.store.close()
+    corrupt(db)
+    problem = app().health()["database"]["problem"]
+    assert recovery_step(str(db)) in problem["hint"]
+    subprocess.run(["sh", "-c", recovery_step(str(db))], check=True, capture_output=True, timeout=60)
+    assert Path(f"{db}.damaged-copy").stat().st_size > 0 and not Path(f"{db}.recovered").exists()
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    b = app()
+    assert b.health()["database"]["ok"] is True
+    assert [m["id"] for m in b.inbox(BOB)["messages"]] == [m["messageId"] for m in sent]
+    assert (await send(b, "after the rebuild"))["ok"]
+
+
+@pytest.mark.skipif(SQLITE3 is None, reason="no sqlite3 shell on PATH: the printed recovery step runs it")
+def test_the_recovery_step_never_installs_a_failed_rebuild(app: Any, isolated_env: Path, tmp_path: Path) -> None:
+    # a shell whose .recover and .dump both fail and print nothing: the rebuilt file is empty and must stay unused
+    a = app()
+    db = Path(a.store.path)
+    a.store.close()
+    before = db.read_bytes()
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "sqlite3").write_text(f'#!/bin/sh\ncase "$*" in *.recover*|*.dump*) echo "sql error: SQL logic error (1)" >&2; exit 1;; esac\n'
+                                  f'exec {SQLITE3} "$@"\n')
+    (shim / "sqlite3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", recovery_step(str(db))], env=env, capture_output=True, timeout=60)
+    assert db.read_bytes() == before and not Path(f"{db}.damaged-copy").exists()
 
 
 @pytest.mark.anyio

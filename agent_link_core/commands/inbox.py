@@ -48,6 +48,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     cut = False  # --all: a listing that left older mail out
     if all_mail:
         # a listing, not a read (no paging, nothing held for a wait)
+        unread = data["remainingCount"] + len(shown_unread(app, data))  # every unread message but those left to a wait
         data = {k: v for k, v in data.items() if k not in ("more", "page", "heldByActiveWait")}
         try:
             listed = app.mailbox.addressed_to(caller.address, limit + 1, before)
@@ -56,6 +57,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
         data["messages"], cut = listed[:limit], len(listed) > limit  # one more than shown: are there older ones?
         data["nextBefore"] = data["messages"][-1]["id"] if cut else None  # --before of the next page
         data["renderedBlock"] = "\n".join(view.pop("envelope") for view in data["messages"])
+        data["remainingCount"] = max(unread - sum(1 for m in data["messages"] if m.get("deliveredAt") is None), 0)
     if warnings:
         data["warnings"] = [*data.get("warnings", []), *warnings]
     to_mark = shown_unread(app, data) if mark else []
@@ -64,8 +66,7 @@ def inbox(ctx: Any, as_address: str | None, limit: int, peek: bool, mark_read: b
     def human(d: dict[str, Any]) -> None:
         page = d.get("page")
         who = f" --as {d['address']}" if as_address else ""  # the commands printed read on as the same reader
-        # a read that marks nothing still counts what it showed as unread: only the rest waits
-        left = d["remainingCount"] - sum(1 for m in d["messages"] if m.get("deliveredAt") is None)
+        left = d["remainingCount"]  # what the read did not show
         waiting = f"{left} more message(s) wait: run agent-link inbox{who} again."
         if page is not None:  # one message too large for one read: a part of its envelope
             end = page["nextOffset"] if page["nextOffset"] is not None else page["totalChars"]

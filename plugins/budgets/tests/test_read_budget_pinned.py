@@ -78,7 +78,16 @@ def reference_inbox(app: App, caller: Caller, out: OutputBudget | None, *, limit
             if row["delivered_at"] is None and app.mailbox.mark_delivered(row["id"], "inbox"):
                 marked.append(row["id"])
     fresh = [app.mailbox.get_row(r["id"]) for r in chosen]
-    return _ref_result(app, caller, fresh, marked, None)
+    return _ref_unshown(_ref_result(app, caller, fresh, marked, None), sum(1 for r in fresh if r["delivered_at"] is None))
+
+
+def _ref_unshown(result: dict[str, Any], shown_unread: int) -> dict[str, Any]:
+    """What a read shows whole and leaves unread no longer counts as remaining (a change after this oracle was written)."""
+    page = result["page"]
+    if not shown_unread or (page is not None and page["nextOffset"] is not None):
+        return result
+    left = max(result["remainingCount"] - shown_unread, 0)
+    return {**result, "remainingCount": left, "more": f"{left} more message(s) wait: call read_agent_link_inbox again to read them." if left else None}
 
 
 def _ref_result(app: App, caller: Caller, rows: list[Any], marked: list[str], page: dict[str, Any] | None,
@@ -135,7 +144,7 @@ def _ref_page(app: App, caller: Caller, row: Any, out: OutputBudget | None, offs
     result["markedDelivered"] = marked
     if marked:
         result = {**_ref_result(app, caller, [app.mailbox.get_row(row["id"])], marked, result["page"], result["renderedBlock"])}
-    return result
+    return _ref_unshown(result, 0 if marked or row["delivered_at"] is not None else 1)
 
 
 # -- the mailboxes --------------------------------------------------------------------------

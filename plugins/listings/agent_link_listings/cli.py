@@ -161,8 +161,14 @@ def contacts_add(ctx: click.Context, alias: str, target: str, as_json: bool, ndj
 @click.pass_context
 def contacts_rename(ctx: click.Context, old: str, new: str, as_json: bool, ndjson: bool) -> None:
     """Rename alias OLD to NEW."""
+    listings = _listings()
+    for name, value in (("OLD", old), ("NEW", new)):  # a bad alias named as the argument it came in
+        try:
+            listings.normalise_alias(value)
+        except AgentLinkError as exc:
+            fail(exc, {"alias": name})
     try:
-        data = _listings().rename_contact(get_app(ctx), old, new)
+        data = listings.rename_contact(get_app(ctx), old, new)
     except AgentLinkError as exc:
         fail(exc)
     emit(data, as_json, lambda d: click.echo(f"{d['alias']} -> {d['address']}"), ndjson)

@@ -75,6 +75,8 @@ def test_an_error_names_the_commands_own_arguments() -> None:
     taken = run("contacts", "rename", "carl", "bob")
     assert taken.returncode == 2 and "agent-link contacts rename: NEW: expected an alias not already bound." in taken.stderr, taken.stderr
     assert "ALIAS: expected 1-64 of a-z" in run("contacts", "add", "Bad Alias!", "team:z").stderr
+    assert "agent-link contacts rename: NEW: expected 1-64 of a-z" in run("contacts", "rename", "bob", "").stderr  # not --alias
+    assert "agent-link contacts rename: OLD: expected 1-64 of a-z" in run("contacts", "rename", "", "bob").stderr
     assert "agent-link find: QUERY: expected" in run("find", " ").stderr
 
 

@@ -192,7 +192,7 @@ def list_(as_json: bool) -> None:
     rows = [{"name": n, "value": shown(s, cfg.values.get(n)), "source": cfg.sources.get(n), "doc": s.doc}
             for n, s in settings.items()]
     if as_json:
-        click.echo(json.dumps({"settingsFile": cfg.settings_file, "settings": rows}, indent=2))
+        click.echo(json.dumps({"version": 1, "settingsFile": cfg.settings_file, "settings": rows}, indent=2))
         return
     click.echo(f"settings file: {cfg.settings_file}")
     for row in rows:
@@ -212,9 +212,9 @@ def get(name: str, as_json: bool) -> None:
         fail(exc)
     value, source = cfg.values.get(setting.name), cfg.sources.get(setting.name)
     if as_json:
-        click.echo(json.dumps({"name": setting.name, "value": value, "source": source}))
+        click.echo(json.dumps({"version": 1, "name": setting.name, "value": value, "source": source}))
     else:
-        click.echo(f"{'' if value is None else value}\t({source})")
+        click.echo(f"{'(not set)' if value is None else value}\t({source})")
 
 
 @config.command("set")

@@ -26,7 +26,7 @@ def test_config_set_get_unset_keep_the_rest(settings: Path, tmp_path: Path) -> N
     assert f'state_dir = "{box}"' in text and "inspect_all = true" in text and "[mine]" in text and "keep = 1" in text
     assert oct(settings.stat().st_mode & 0o777) == "0o600"
     got = json.loads(cli("config", "get", "state_dir", "--json").stdout)
-    assert got == {"name": "AGENT_LINK_STATE_DIR", "value": str(box), "source": "settings-file"}
+    assert got == {"version": 1, "name": "AGENT_LINK_STATE_DIR", "value": str(box), "source": "settings-file"}
     listed = json.loads(cli("config", "list", "--json").stdout)
     assert {"AGENT_LINK_STATE_DIR", "AGENT_LINK_INSPECT_ALL"} <= {row["name"] for row in listed["settings"]}
     assert cli("config", "unset", "inspect_all").returncode == 0
@@ -93,6 +93,7 @@ def test_a_refused_value_in_the_file_is_said_and_not_shown_as_the_files(settings
     settings.write_text('reminder_limit = "many"\n')
     got = cli("config", "get", "reminder_limit")
     assert got.returncode == 0 and got.stdout == "3\t(default)\n"
+    assert cli("config", "get", "address").stdout == "(not set)\t(default)\n"  # not a bare tab
     assert "AGENT_LINK_REMINDER_LIMIT = 'many' in the settings file" in got.stderr
     assert "expected a whole number from 0 to 20" in got.stderr
     listed = cli("config", "list", "--json")

@@ -135,7 +135,7 @@ async def test_the_inbox_leaves_a_reply_to_the_wait_that_holds_it(make_app: Call
 
     peek = await call(alice, "read_agent_link_inbox", markAsDelivered=False)
     assert [m["id"] for m in peek["messages"]] == [chatter["messageId"]]
-    assert (peek["heldByActiveWait"], peek["remainingCount"]) == (1, 1) and "yes" not in peek["renderedBlock"]
+    assert (peek["heldByActiveWait"], peek["remainingCount"]) == (1, 0) and "yes" not in peek["renderedBlock"]
     read = await call(alice, "read_agent_link_inbox")
     assert read["markedDelivered"] == [chatter["messageId"]] and read["heldByActiveWait"] == 1 and read["remainingCount"] == 0
     assert alice.mailbox.get_row(replied["messageId"])["delivered_at"] is None  # still the wait's to return

@@ -63,7 +63,4 @@ def web_command(ctx: click.Context, port: int, open_browser: bool, as_name: str 
         if open_browser:
             webbrowser.open(url)
 
-    try:
-        asyncio.run(serve(app, config, sock, started))
-    except KeyboardInterrupt:
-        pass
+    asyncio.run(serve(app, config, sock, started))  # Ctrl-C: the group's one line, exit 130

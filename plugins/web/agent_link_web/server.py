@@ -238,7 +238,7 @@ def when(iso: str | None) -> str:
     return iso.replace("T", " ")[:19]
 
 
-def build_web_app(app: App, config: WebConfig) -> ASGIApp:
+def build_web_app(app: App, config: WebConfig, closing: asyncio.Event | None = None) -> ASGIApp:
     """The guarded ASGI application serving ``app``'s mailbox to one person (a form body read
     by :func:`read_form`).
 
@@ -343,7 +343,7 @@ def build_web_app(app: App, config: WebConfig) -> ASGIApp:
             last = views.last_event_seen(app, visibility)
             yield f"event: hello\ndata: {last}\n\n"
             waited = 0.0
-            while not await request.is_disconnected():
+            while not (closing is not None and closing.is_set()) and not await request.is_disconnected():
                 await asyncio.sleep(POLL_S)
                 waited += POLL_S
                 seq_any = app.mailbox.last_event_seq()
@@ -440,6 +440,10 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
         kind = values.get("resolution", "reply")
         if kind not in ("reply", "decline", "done"):
             return _back(f"/c/{message_id}", error="Choose reply, decline or done.")
+        try:  # first the message: an answer to none is refused as such, not for its text
+            visibility.require(app.mailbox.require(message_id), f"message {message_id}")
+        except AgentLinkError as exc:  # no conversation of the person's to draw: said on a page that shows nothing
+            return _back(f"/c/{message_id}", error=exc.message)
         unfit = forms.unfit_message(values.get("message", ""), required=kind == "reply")
         try:
             if unfit is not None:  # refused as the mailbox refuses: the conversation drawn again with the typed answer
@@ -447,10 +451,6 @@ def _form_routes(app: App, config: WebConfig, visibility: Visibility, overview_p
             with as_person() as me:
                 await app.reply(caller=me, message_id=message_id, resolution=kind, message=values.get("message") or None)
         except AgentLinkError as exc:
-            try:
-                visibility.require(app.mailbox.require(message_id), f"message {message_id}")
-            except AgentLinkError:  # no conversation of the person's to draw: said on a page that shows nothing
-                return _back(f"/c/{message_id}", error=exc.message)
             # drawn again with the typed answer, as a refused send is
             return await thread_page(message_id, 400, error=exc.message,
                                      answer={"messageId": message_id.upper(), "message": values.get("message", "")})
@@ -557,17 +557,19 @@ def bind_socket(host: str, port: int) -> socket.socket:
 EXIT_BUDGET_S = 3.0
 
 
-def exit_on_signal(server: Any) -> None:
+def exit_on_signal(server: Any, received: list[int] | None = None) -> None:
     """On SIGINT, SIGTERM or SIGHUP: the uvicorn ``server`` shuts down as it does (its own
     handler), and the process ends within :data:`EXIT_BUDGET_S` whatever holds the event loop
     (a plugin's code that does not return): Python runs a signal handler even then, and a
     daemon timer ends the process when the clean exit does not come. Main thread only (where
-    signals are received); elsewhere nothing is changed."""
+    signals are received); elsewhere nothing is changed. Each signal is appended to ``received``."""
     if threading.current_thread() is not threading.main_thread():
         return
     uvicorn_handler = server.handle_exit
 
     def leave(signum: int, frame: Any) -> None:
+        if received is not None:
+            received.append(signum)
         deadline = threading.Timer(EXIT_BUDGET_S, os._exit, (128 + signum,))
         deadline.daemon = True
         deadline.start()
@@ -582,27 +584,34 @@ def exit_on_signal(server: Any) -> None:
 
 async def serve(app: App, config: WebConfig, sock: socket.socket, started: Callable[[], None] | None = None,
                 stop: asyncio.Event | None = None) -> None:
-    """Serve the page on ``sock`` until ``stop`` is set (or the process is interrupted).
+    """Serve the page on ``sock`` until ``stop`` is set (or the process is interrupted). Shutting
+    down ends the open ``/events`` streams at once (within :data:`POLL_S`), so none is cancelled.
 
     :param started: called once the server accepts connections.
+    :raises KeyboardInterrupt: when Ctrl-C (SIGINT) stopped it.
     """
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(build_web_app(app, config), log_level="warning", lifespan="off",
+    closing = asyncio.Event()
+    server = uvicorn.Server(uvicorn.Config(build_web_app(app, config, closing), log_level="warning", lifespan="off",
                                            timeout_graceful_shutdown=1))
+    received: list[int] = []
 
     async def watch() -> None:
         while not server.started:
             await asyncio.sleep(0.05)
-        exit_on_signal(server)
+        exit_on_signal(server, received)
         if started is not None:
             started()
-        if stop is not None:
-            await stop.wait()
-            server.should_exit = True
+        while not server.should_exit and not (stop is not None and stop.is_set()):
+            await asyncio.sleep(0.05)
+        server.should_exit = True
+        closing.set()
 
     watcher = asyncio.create_task(watch())
     try:
         await server.serve(sockets=[sock])
     finally:
         watcher.cancel()
+    if signal.SIGINT in received:  # uvicorn may raise it again itself once it has shut down
+        raise KeyboardInterrupt

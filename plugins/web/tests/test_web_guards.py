@@ -290,3 +290,14 @@ def test_a_status_search_does_not_know_is_refused(cli_server: PageServer) -> Non
     assert 'class="error"' in body and "&#39;bogus&#39; is not a status" in body and "pending" in body
     assert s.request("GET", "/search?q=hello&status=pending", headers=headers).status == 200
     assert s.request("GET", "/search?q=hello", headers=headers).status == 200
+
+
+def test_an_answer_to_no_message_says_so_not_that_it_is_empty(cli_server: PageServer) -> None:
+    s = cli_server
+    csrf = re.search(rb'name="csrf" value="([^"]+)"', authed(s, "GET", "/").body)
+    assert csrf is not None
+    sent = form({"csrf": csrf.group(1).decode(), "messageId": "zz", "resolution": "reply", "message": ""})
+    sent["headers"]["Origin"] = f"http://127.0.0.1:{s.port}"
+    refused = authed(s, "POST", "/answer", **sent)
+    where = refused.headers.get("location", "") if refused.status == 303 else refused.body.decode()
+    assert "empty" not in where and "zz" in where, (refused.status, where)
