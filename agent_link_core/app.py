@@ -74,7 +74,7 @@ class App:
                 self.store.close()
                 raise _name_the_setting(exc, config) from exc
             self.read_only = self.store.refusal = refusal
-        hooks.boundary.held, hooks.boundary.locked_ms = self.store.conn, self.store.busy_timeout_ms // boundary.LOCKED_SHARE
+        hooks.boundary.held, hooks.boundary.locked_ms = self.store.conn, max(1000, self.store.busy_timeout_ms // boundary.LOCKED_SHARE)
         self.mailbox = Mailbox(self.store, config, hooks)
         #: the MCP client connection when this process is an MCP server (set by the server)
         self.mcp_connection: tuple[str, Any] | None = None  # (plugin, peer): agent_link_mcp_connection

@@ -46,7 +46,8 @@ HUNG = "did not return within"
 HUNG_SKIP_S = 600
 HUNG_FIX = "A hook must return quickly; do I/O in a harness's async methods."
 #: the budget of a synchronous call made under the database's write lock is this share of the busy timeout at most, so
-#: a hang there is interrupted well before the other processes' writes give up waiting for the lock (``state_busy``)
+#: a hang there is interrupted well before the other processes' writes give up waiting for the lock (``state_busy``); never
+#: below 1 s, which a healthy hook's first import may take on a loaded machine
 LOCKED_SHARE = 4
 
 
@@ -355,7 +356,9 @@ def _arm(budget_s: float) -> _Frame | None:
         return None
     now = time.monotonic()
     frame = _Frame(now, now + budget_s)
-    if not _frames:  # one timer serves nested calls: it fires again every second until they return
+    # one timer serves nested calls: it fires again every second until they return; a nested one due sooner (a hook under
+    # the write lock, inside a tool call's step) brings it forward
+    if not _frames or frame.deadline < _frames[-1].deadline:
         _signal.setitimer(_signal.ITIMER_REAL, budget_s, 1.0)
     _frames.append(frame)
     return frame

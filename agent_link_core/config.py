@@ -69,8 +69,8 @@ CORE_SETTINGS: tuple[Setting, ...] = (
             doc="agent-link mcp answers initialize and tools/list from its start-up cache while loading"),
     Setting("AGENT_LINK_REMINDER_LIMIT", "int", 3, minimum=0, maximum=20, warning="reminder_limit_ignored",
             doc="reminders per message before it becomes unresolved (0-20)"),
-    Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, maximum=86_400_000, warning="reminder_interval_ignored",
-            doc="reminder interval in ms (30000-86400000, a day)"),
+    Setting("AGENT_LINK_REMINDER_INTERVAL_MS", "int", 30000, minimum=30000, maximum=2_592_000_000, warning="reminder_interval_ignored",
+            doc="reminder interval in ms (30000-2592000000, 30 days)"),
 )
 
 
@@ -109,7 +109,7 @@ class Config:
 
     @property
     def reminder_interval_ms(self) -> int:
-        """Time between reminders, in ms (30000-86400000)."""
+        """Time between reminders, in ms (30000-2592000000)."""
         return int(self.values["AGENT_LINK_REMINDER_INTERVAL_MS"])
 
     def env_report(self) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def test_reminder_settings(env: dict[str, str], limit: int, interval: int) -> No
     ({"AGENT_LINK_REMINDER_LIMIT": "21"}, "AGENT_LINK_REMINDER_LIMIT='21' is invalid: expected a whole number from 0 to 20."),
     ({"AGENT_LINK_REMINDER_LIMIT": "abc"}, "AGENT_LINK_REMINDER_LIMIT='abc' is invalid: expected a whole number from 0 to 20."),
     ({"AGENT_LINK_REMINDER_INTERVAL_MS": "29999"},
-     "AGENT_LINK_REMINDER_INTERVAL_MS='29999' is invalid: expected a whole number from 30000 to 86400000."),
+     "AGENT_LINK_REMINDER_INTERVAL_MS='29999' is invalid: expected a whole number from 30000 to 2592000000."),
     ({"AGENT_LINK_BUSY_TIMEOUT_MS": "5"}, "AGENT_LINK_BUSY_TIMEOUT_MS='5' is invalid: expected a whole number from 100 to 600000."),
     ({"AGENT_LINK_LOG_LEVEL": "loud"}, "AGENT_LINK_LOG_LEVEL='loud' is invalid: expected one of error, warn, info, debug."),
     ({"AGENT_LINK_DEBUG": "maybe"}, "AGENT_LINK_DEBUG='maybe' is invalid: expected one of 1/true/yes/on or 0/false/no/off."),

@@ -1278,3 +1278,32 @@ def test_failures_in_other_processes_are_counted_and_said_as_they_stand_now(isol
     fail_elsewhere("RuntimeError: boom 2")
     fail_elsewhere("RuntimeError: boom 2")
     assert said() == ["agent_link_on_event: RuntimeError: boom 2 (in 3 other processes in the last day)"]
+
+
+@pytest.mark.timeout(300, method="thread")  # SIGALRM stays the boundary's, as in the MCP server
+def test_a_hook_under_the_write_lock_is_cut_at_its_own_budget_inside_a_longer_call(tmp_path: Any) -> None:
+    """In the MCP server a hook under the write lock (``agent_link_record_event`` while a send stores) runs inside the tool
+    call's step, armed with the whole hook budget: its shorter budget under the lock brings the one timer forward, so its
+    hang ends before other processes' writes give up (found by review: it waited for the outer step's 30 s deadline)."""
+    import sqlite3
+    import time
+
+    from agent_link_core import boundary
+
+    boundary.watch_interrupts()
+    outer = boundary._arm(60)  # the tool call's step
+    if outer is None:
+        pytest.skip("another handler owns SIGALRM in this process")
+    conn = sqlite3.connect(tmp_path / "db", isolation_level=None)
+    guard = boundary.Boundary(timeout_ms=30_000)
+    guard.held, guard.locked_ms = conn, 300
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        assert guard.call("bad", "agent_link_record_event", time.sleep, 30, default="fallback") == "fallback"
+        assert time.monotonic() - started < 10 and ("bad", "agent_link_record_event") in guard.hung
+        assert boundary._frames == [outer]
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+        boundary._disarm(outer)

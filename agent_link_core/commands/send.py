@@ -15,7 +15,7 @@ from agent_link_core.mailbox import iso, parse_iso_ms, ulid_of_uuid
 from agent_link_core.model import Caller, address_scheme, is_address, is_ulid
 from agent_link_core.store import now_ms
 
-MAX_TTL_MS = 604_800_000  # --ttl-ms at most (7 days): the time it gives up at stays a date every reader can show
+MAX_TTL_MS = 2_592_000_000  # --ttl-ms at most (30 days): the time it gives up at stays a date every reader can show
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     argument("text", required=False),
     option("--file", "file", kind="file", help="Read the text from this file (at most 64 KiB)."),
     option("--message-id", help="A ULID or UUID making retries idempotent (same id + same message = no resend)."),
-    option("--ttl-ms", kind="whole", low=1, high=MAX_TTL_MS, help="Give up pushing this long after the first attempt (at most 7 days)."),
+    option("--ttl-ms", kind="whole", low=1, high=MAX_TTL_MS, help="Give up pushing this long after the first attempt (at most 30 days)."),
     option("--reply-by", help="Deadline for an answer (ISO 8601 with a zone); implies --anticipation reply."),
     option("--anticipation", kind="choice", choices=("reply", "action", "fyi")),
     option("--retry-count", kind="whole", low=0, high=20, default=0, show_default=True),
@@ -204,7 +204,7 @@ def _idempotency(message_id: str | None, ttl_ms: int | None, envelope_format: st
                  texts: dict[str, str | None]) -> tuple[str | None, str | None, dict[str, Any]]:
     """``(ULID stored under, the UUID given or None, the fingerprint a resend must repeat)``; ``invalid_arguments``."""
     if ttl_ms is not None and not 0 < ttl_ms <= MAX_TTL_MS:
-        raise invalid_arguments([{"path": "ttlMs", "rule": "range", "expected": f"a positive number of ms, at most {MAX_TTL_MS} (7 days)"}])
+        raise invalid_arguments([{"path": "ttlMs", "rule": "range", "expected": f"a positive number of ms, at most {MAX_TTL_MS} (30 days)"}])
     client_id = None
     if message_id is not None and not is_ulid(message_id.upper()):
         if (ulid := ulid_of_uuid(message_id)) is None:
