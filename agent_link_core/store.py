@@ -197,11 +197,13 @@ def recovery_step(path: str) -> str:
     """The POSIX shell commands rebuilding the damaged database ``path`` with the sqlite3 shell (docs/storage.md)."""
     import shlex
 
-    db, sql, new = (shlex.quote(path + suffix) for suffix in ("", ".sql", ".recovered"))
+    db, sql, new, old = (shlex.quote(path + suffix) for suffix in ("", ".sql", ".recovered", ".damaged-copy"))
+    # the damaged file's -wal and -shm go with it (a stale log would be replayed into the rebuilt file); an earlier copy stays
     return (f"(umask 077; rm -f {new}; {{ sqlite3 {db} .recover > {sql} || sqlite3 {db} .dump > {sql}; }}; "
             f"sed 's/^ROLLBACK; -- due to errors$/COMMIT;/' {sql} | sqlite3 {new}; "
             f"sqlite3 {new} 'PRAGMA integrity_check' | grep -qx ok && sqlite3 {new} 'SELECT count(*) FROM messages' && "
-            f"mv {db} {shlex.quote(path + '.damaged-copy')} && mv {new} {db})")
+            f"{{ test ! -e {old} || {{ echo 'move the earlier {old} away first' >&2; false; }}; }} && mv {db} {old} && "
+            f"for x in -wal -shm; do test ! -e {db}$x || mv {db}$x {old}$x; done && mv {new} {db})")
 
 
 def not_ours_error(path: str, why: str) -> AgentLinkError:

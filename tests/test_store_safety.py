@@ -210,8 +210,14 @@ async def test_the_printed_recovery_step_rebuilds_a_damaged_database(app: Any, i
     corrupt(db)
     problem = app().health()["database"]["problem"]
     assert recovery_step(str(db)) in problem["hint"]
+    Path(f"{db}-wal").write_bytes(b"left by a process that crashed")  # goes with the damaged file, never replayed into the new one
     subprocess.run(["sh", "-c", recovery_step(str(db))], check=True, capture_output=True, timeout=60)
     assert Path(f"{db}.damaged-copy").stat().st_size > 0 and not Path(f"{db}.recovered").exists()
+    assert Path(f"{db}.damaged-copy-wal").read_bytes() == b"left by a process that crashed" and not Path(f"{db}-wal").exists()
+    first_copy, rebuilt = Path(f"{db}.damaged-copy").read_bytes(), db.read_bytes()
+    again = subprocess.run(["sh", "-c", recovery_step(str(db))], capture_output=True, text=True, timeout=60)
+    assert again.returncode != 0 and "move the earlier" in again.stderr  # a second run keeps the first copy, and the database
+    assert Path(f"{db}.damaged-copy").read_bytes() == first_copy and db.read_bytes() == rebuilt
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
     b = app()
     assert b.health()["database"]["ok"] is True
