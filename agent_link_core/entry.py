@@ -46,7 +46,10 @@ def _closed_streams(argv: list[str]) -> None:
     """Closed stdio: stderr the null device, stdin :class:`_Closed` (the hook's: the null device); a closed stdout ends
     any command but the hook (fail-open), a closed stdin ``mcp``, before it does anything: one line, exit 1."""
     hook = argv[:1] == ["hook"]
-    sys.stderr = sys.stderr or open(os.devnull, "w")  # noqa: SIM115 - no one to tell
+    for stream in (sys.stdin, sys.stdout, sys.stderr):  # the null device in each closed slot, lowest first: no file
+        if stream is None:  # opened later (a log) lands on one, nor a child's output that inherits it
+            os.open(os.devnull, os.O_RDWR)
+    sys.stderr = sys.stderr or open(2, "w", closefd=False)  # noqa: SIM115 - no one to tell
     if (sys.stdout is None and not hook) or (sys.stdin is None and argv[:1] == ["mcp"]):
         what = "write the output (stdout" if sys.stdout is None else "read the input (stdin"
         sys.stderr.write(f"agent-link: could not {what} is closed); nothing was done.\n")

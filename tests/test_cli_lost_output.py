@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 
 import pytest
 
@@ -102,3 +103,13 @@ def test_a_closed_stream_is_one_line_and_changes_nothing() -> None:
     assert quiet.returncode == 0 and mid in quiet.stdout
     peek = json.loads(run_core("inbox", "--as", "team:bob", "--peek", "--json").stdout)
     assert [m["id"] for m in peek["messages"]] == [mid] and delivery_of(mid, "team:alice") == "queued"  # nothing sent, nothing read
+
+
+def test_closed_slots_are_filled_so_no_later_file_lands_on_them() -> None:
+    """With stdin and stderr closed, the null device takes descriptors 0 and 2: a file opened later (a log, a cache) gets
+    a descriptor above 2, never the one a child process inherits as its stderr (found by review: it got 2)."""
+    probe = ("import os, sys; from agent_link_core import entry; entry._closed_streams(['status']); "
+             "fd = os.open(os.devnull, os.O_RDONLY); sys.stdout.write(f'{fd} {os.path.samefile(\"/proc/self/fd/2\", os.devnull)}')")
+    proc = subprocess.run(["sh", "-c", f"{shlex.quote(sys.executable)} -c {shlex.quote(probe)} <&- 2>&-"],
+                          capture_output=True, text=True, timeout=RUN_BOUND_S)
+    assert proc.stdout == "3 True", proc.stdout
